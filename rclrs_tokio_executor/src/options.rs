@@ -1,0 +1,60 @@
+//! Options for creating a Tokio executor.
+
+/// How to build a Tokio executor; every setting has a documented default.
+///
+/// ```no_run
+/// use rclrs::Context;
+/// use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
+///
+/// let context = Context::default_from_env().unwrap();
+/// let executor = context
+///     .create_tokio_executor_with(TokioExecutorOptions::new().worker_threads(4))
+///     .unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct TokioExecutorOptions {
+    pub(crate) worker_threads: usize,
+    pub(crate) thread_name: String,
+    pub(crate) runtime_handle: Option<tokio::runtime::Handle>,
+}
+
+impl Default for TokioExecutorOptions {
+    fn default() -> Self {
+        Self {
+            worker_threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            thread_name: "rclrs-tokio".to_string(),
+            runtime_handle: None,
+        }
+    }
+}
+
+impl TokioExecutorOptions {
+    /// The defaults: an owned multi-thread runtime with one thread per CPU core, threads
+    /// named `rclrs-tokio`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Threads of the owned runtime (default: the number of CPU cores; at least 1).
+    /// Each Worker's callbacks run on one thread at a time, so this bounds how many
+    /// Workers run in parallel. Ignored with [`Self::runtime_handle`].
+    pub fn worker_threads(mut self, threads: usize) -> Self {
+        self.worker_threads = threads.max(1);
+        self
+    }
+
+    /// Name of the owned runtime's threads (default `rclrs-tokio`).
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Run on an existing multi-thread runtime instead of owning one (default: own
+    /// one). Callbacks, Worker tasks and async tasks are spawned onto it.
+    pub fn runtime_handle(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.runtime_handle = Some(handle);
+        self
+    }
+}

@@ -1,0 +1,134 @@
+//! Async tasks rclrs hands to the executor (`ExecutorCommands::run`/`query`, and the
+//! futures node-level callbacks return), gated by the spin gate.
+//!
+//! A task is polled only while the gate is open, and each poll counts as a callback in
+//! flight, so `spin()` never returns while a task is being polled.
+//!
+//! Node-level subscription and service callbacks reach us as one future per message.
+//! Spawning a Tokio task for each would cost an allocation and a scheduler round trip
+//! per message, so while a Worker runs a primitive, futures added on that thread are
+//! collected instead ([`InlineScope`]) and polled once right after the primitive
+//! returns, in order, on the Worker's task. Most finish in that first poll (the
+//! callback body is synchronous); only those still pending become Tokio tasks.
+
+use crate::runtime::shared::ExecutorShared;
+use futures::future::BoxFuture;
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+thread_local! {
+    static INLINE: RefCell<Option<Vec<BoxFuture<'static, ()>>>> = const { RefCell::new(None) };
+}
+
+/// Spawn `task` on the executor's runtime, polled only while spinning; or, inside an
+/// [`InlineScope`] on this thread, queue it for an inline first poll.
+pub(crate) fn add_async_task(shared: &Arc<ExecutorShared>, task: BoxFuture<'static, ()>) {
+    let task = INLINE.with(|inline| match inline.borrow_mut().as_mut() {
+        Some(queue) => {
+            queue.push(task);
+            None
+        }
+        None => Some(task),
+    });
+    if let Some(task) = task {
+        spawn_gated(shared, task);
+    }
+}
+
+/// Run `task` on the runtime, polling it only while the spin gate is open.
+pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'static, ()>) {
+    let gated_shared = Arc::clone(shared);
+    shared.handle.spawn(async move {
+        let shared = gated_shared;
+        loop {
+            shared.gate.opened().await;
+            let finished = std::future::poll_fn(|cx| match shared.gate.try_enter() {
+                // The gate closed since we woke: wait for it to open again.
+                None => Poll::Ready(false),
+                Some(flight) => match poll_contained(&mut task, cx) {
+                    Poll::Ready(()) => {
+                        flight.finish_with_work();
+                        Poll::Ready(true)
+                    }
+                    Poll::Pending => Poll::Pending,
+                },
+            })
+            .await;
+            if finished {
+                return;
+            }
+        }
+    });
+}
+
+/// Poll a task, containing a panic: a panicking task is logged and counts as finished.
+fn poll_contained(task: &mut BoxFuture<'static, ()>, cx: &mut Context<'_>) -> Poll<()> {
+    match catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(cx))) {
+        Ok(poll) => poll,
+        Err(panic) => {
+            log_panic("an async task", &panic);
+            Poll::Ready(())
+        }
+    }
+}
+
+/// Collects the futures added on this thread while a primitive runs.
+pub(crate) struct InlineScope {
+    previous: Option<Vec<BoxFuture<'static, ()>>>,
+    active: bool,
+}
+
+impl InlineScope {
+    pub(crate) fn begin() -> Self {
+        let previous = INLINE.with(|inline| inline.borrow_mut().replace(Vec::new()));
+        Self {
+            previous,
+            active: true,
+        }
+    }
+
+    /// Poll each collected future once; spawn those still pending. The caller holds an
+    /// in-flight token of the spin gate, so these polls are inside the gate too.
+    pub(crate) fn finish(mut self, shared: &Arc<ExecutorShared>) {
+        self.active = false;
+        let collected = INLINE.with(|inline| {
+            std::mem::replace(&mut *inline.borrow_mut(), self.previous.take())
+        });
+        let Some(collected) = collected else { return };
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        for mut task in collected {
+            if poll_contained(&mut task, &mut cx).is_pending() {
+                // The spawned task polls it again right away with a real waker, so a
+                // wake-up registered with the no-op waker cannot be lost.
+                spawn_gated(shared, task);
+            }
+        }
+    }
+}
+
+impl Drop for InlineScope {
+    fn drop(&mut self) {
+        // Active only if `finish` was skipped (a panic unwound through the scope):
+        // restore the outer scope; the collected futures are dropped unpolled.
+        if self.active {
+            let previous = self.previous.take();
+            INLINE.with(|inline| *inline.borrow_mut() = previous);
+        }
+    }
+}
+
+/// Log a caught panic with what was running.
+pub(crate) fn log_panic(what: &str, panic: &(dyn std::any::Any + Send)) {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(non-string panic payload)".to_string());
+    rclrs::log_error!(
+        "rclrs_tokio_executor",
+        "{what} panicked: {message}; the executor contained it and keeps serving"
+    );
+}

@@ -1,0 +1,138 @@
+//! One push-driven rcl entity of a Worker: its Waitable, its push registration, and the
+//! coalescing state its push callback updates.
+//!
+//! # Coalescing
+//!
+//! The push callback adds the count rcl reports to `pending`, then swaps `queued` to
+//! true; only the caller that flips it from false sends the entity into the mailbox. So
+//! an entity is in its Worker's mailbox at most once, however many notifications
+//! arrive, and the mailbox is bounded by the number of entities (plus payload tasks).
+//!
+//! The Worker clears `queued` *before* swapping `pending` to zero, then executes the
+//! primitive up to that many times. A notification racing with the drain either lands
+//! in the swapped count or re-queues the entity, so none is lost. The count is
+//! arrivals, which can exceed what rmw still holds (QoS depth), so the drain stops at
+//! the first `TAKE_FAILED`: nothing that rmw still holds is skipped, and nothing is
+//! taken twice.
+
+use crate::ffi;
+use crate::runtime::mailbox::{MailItem, MailboxSender};
+use rclrs::{OnReadyCallback, OnReadyHandle, RclPrimitiveKind, ReadyKind, Waitable};
+use std::sync::{
+    atomic::{AtomicBool, AtomicUsize, Ordering},
+    Arc, Mutex, Weak,
+};
+
+/// A push-driven entity. Held strongly only by its Worker's task and, while queued, by
+/// the mailbox; its push callback holds it weakly.
+pub(crate) struct Entity {
+    pub(crate) kind: RclPrimitiveKind,
+    /// Topic or service name, for log messages.
+    pub(crate) name: String,
+    pending: AtomicUsize,
+    queued: AtomicBool,
+    /// Set after a callback panicked, so the log says it once.
+    pub(crate) panicked: AtomicBool,
+    /// Taken out (and so dropped) on teardown, after `registration`.
+    pub(crate) waitable: Mutex<Option<Waitable>>,
+    registration: Mutex<Option<OnReadyHandle>>,
+}
+
+impl Entity {
+    pub(crate) fn new(waitable: Waitable) -> Arc<Self> {
+        let primitive = waitable.primitive();
+        Arc::new(Self {
+            kind: primitive.kind(),
+            name: ffi::entity_name(primitive),
+            pending: AtomicUsize::new(0),
+            queued: AtomicBool::new(false),
+            panicked: AtomicBool::new(false),
+            waitable: Mutex::new(Some(waitable)),
+            registration: Mutex::new(None),
+        })
+    }
+
+    /// Register the push callback. `Ok(false)` means the primitive has no push path.
+    ///
+    /// rcl calls the callback synchronously, from inside this call, with the count of
+    /// events that arrived before registration.
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        mailbox: &MailboxSender,
+    ) -> Result<bool, rclrs::RclrsError> {
+        let weak: Weak<Self> = Arc::downgrade(self);
+        let mailbox = mailbox.clone();
+        let callback: OnReadyCallback = Arc::new(move |_ready: ReadyKind, count: usize| {
+            if let Some(entity) = weak.upgrade() {
+                entity.notify(count, &mailbox);
+            }
+        });
+        let registration = {
+            let waitable = self.waitable.lock().unwrap();
+            match waitable.as_ref() {
+                Some(w) => w.primitive().register_on_ready(callback)?,
+                None => return Ok(false),
+            }
+        };
+        let pushed = registration.is_some();
+        *self.registration.lock().unwrap() = registration;
+        Ok(pushed)
+    }
+
+    /// The push callback's work: atomics and at most one non-blocking send.
+    pub(crate) fn notify(self: Arc<Self>, count: usize, mailbox: &MailboxSender) {
+        if count == 0 {
+            return;
+        }
+        self.pending.fetch_add(count, Ordering::AcqRel);
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            mailbox.send(MailItem::Entity(self));
+        }
+    }
+
+    /// Begin a drain: allow re-queueing, then claim every arrival counted so far.
+    pub(crate) fn claim(&self) -> usize {
+        self.queued.store(false, Ordering::SeqCst);
+        self.pending.swap(0, Ordering::SeqCst)
+    }
+
+    /// Give back arrivals a drain did not get to (its budget ran out) and re-queue.
+    pub(crate) fn unclaim(self: &Arc<Self>, count: usize, mailbox: &MailboxSender) {
+        if count > 0 {
+            Arc::clone(self).notify(count, mailbox);
+        }
+    }
+
+    /// Whether the user still holds the entity.
+    pub(crate) fn in_use(&self) -> bool {
+        self.waitable
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|w| w.is_in_use())
+    }
+
+    /// Tear down in the safe order: clear the push callback (no callback runs after
+    /// this returns), then drop the Waitable (which may finalize the rcl entity); the
+    /// callback's context is freed by the registration's own drop after the clear.
+    pub(crate) fn teardown(&self) {
+        let registration = self.registration.lock().unwrap().take();
+        drop(registration);
+        let waitable = self.waitable.lock().unwrap().take();
+        drop(waitable);
+    }
+
+    /// Take the Waitable out of a push entity, deregistering first (used when moving a
+    /// primitive to the fallback waiter).
+    pub(crate) fn into_waitable(&self) -> Option<Waitable> {
+        let registration = self.registration.lock().unwrap().take();
+        drop(registration);
+        self.waitable.lock().unwrap().take()
+    }
+}
+
+impl Drop for Entity {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}

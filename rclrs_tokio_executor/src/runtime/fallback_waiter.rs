@@ -1,0 +1,140 @@
+//! The fallback waiter: an rcl wait set on its own thread for the primitives of one
+//! Worker that have no push path (timers, QoS events, action servers and clients), so
+//! that no waitable is ever silently ignored.
+//!
+//! # Protocol
+//!
+//! The waiter owns an rclrs `WaitSet` holding those primitives plus the Worker's rclrs
+//! guard condition, which rclrs triggers whenever it adds an entity, sends a payload
+//! task, or drops an entity. When `rcl_wait` returns:
+//! - a ready guard condition sends a `Sweep` to the Worker's control channel (an entity
+//!   may have been dropped) and makes the waiter pick up new primitives;
+//! - a ready primitive needs the Worker's payload, which the Worker task owns. The
+//!   waiter puts a loan request into the Worker's mailbox and blocks until the task,
+//!   taking that request in mailbox order and only while the spin gate is open, lends
+//!   the payload. The waiter runs the ready primitives with it and hands it back, and
+//!   the task counts the whole loan as one callback in flight.
+//!
+//! So fallback primitives keep every guarantee of push-driven ones: FIFO with the
+//! Worker's other callbacks, mutually exclusive with them, and only while spinning.
+//! While the executor is not spinning the waiter blocks on the loan, not on a timer, so
+//! it uses no CPU.
+
+use crate::ffi;
+use crate::runtime::{
+    mailbox::{LentPayload, MailItem, MailboxSender, PayloadLoan},
+    worker_task::Control,
+};
+use rclrs::{log_error, Context, GuardCondition, RclPrimitiveKind, RclrsError, WaitSet, Waitable};
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    mpsc, Arc,
+};
+use tokio::sync::mpsc::UnboundedSender;
+
+pub(crate) struct FallbackWaiter {
+    new_primitives: mpsc::Sender<Waitable>,
+    stop: Arc<AtomicBool>,
+    guard_condition: Arc<GuardCondition>,
+}
+
+impl FallbackWaiter {
+    pub(crate) fn start(
+        context: &Context,
+        guard_condition: Arc<GuardCondition>,
+        mailbox: MailboxSender,
+        control: UnboundedSender<Control>,
+        initial: Vec<Waitable>,
+    ) -> Result<Self, RclrsError> {
+        let mut wait_set = WaitSet::new(context)?;
+        wait_set.add(initial)?;
+        let (new_primitives, incoming) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("rclrs-tokio-fallback".into())
+            .spawn(move || run(wait_set, incoming, thread_stop, mailbox, control))
+            .map_err(|err| {
+                log_error!("rclrs_tokio_executor", "cannot spawn the fallback waiter: {err}");
+                RclrsError::RclError {
+                    code: rclrs::RclReturnCode::Error,
+                    msg: None,
+                }
+            })?;
+        Ok(Self {
+            new_primitives,
+            stop,
+            guard_condition,
+        })
+    }
+
+    pub(crate) fn add(&self, waitable: Waitable) {
+        if self.new_primitives.send(waitable).is_ok() {
+            let _ = self.guard_condition.trigger();
+        }
+    }
+}
+
+impl Drop for FallbackWaiter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.guard_condition.trigger();
+    }
+}
+
+fn run(
+    mut wait_set: WaitSet,
+    incoming: mpsc::Receiver<Waitable>,
+    stop: Arc<AtomicBool>,
+    mailbox: MailboxSender,
+    control: UnboundedSender<Control>,
+) {
+    while !stop.load(Ordering::SeqCst) {
+        let added: Vec<Waitable> = incoming.try_iter().collect();
+        if !added.is_empty() {
+            if let Err(err) = wait_set.add(added) {
+                log_error!("rclrs_tokio_executor", "fallback waiter cannot add: {err}");
+            }
+        }
+        let mut loan: Option<LentPayload> = None;
+        let mut gone = false;
+        let result = wait_set.wait(None, |ready, primitive| {
+            if primitive.kind() == RclPrimitiveKind::GuardCondition {
+                // A Worker's guard condition (an entity may be gone) or rcl's graph
+                // guard condition (its rclrs callback wakes graph queries).
+                if let Err(err) = ffi::execute_guard_condition(primitive, ready) {
+                    log_error!("rclrs_tokio_executor", "guard condition failed: {err}");
+                }
+                let _ = control.send(Control::Sweep);
+                return Ok(());
+            }
+            if loan.is_none() && !gone {
+                loan = borrow_payload(&mailbox);
+                gone = loan.is_none();
+            }
+            if let Some(lent) = loan.as_mut() {
+                if let Err(err) = ffi::execute_primitive(primitive, ready, lent.payload_mut()) {
+                    log_error!("rclrs_tokio_executor", "fallback primitive failed: {err}");
+                }
+            }
+            Ok(())
+        });
+        // Hand the payload back before waiting again.
+        drop(loan);
+        if let Err(err) = result {
+            log_error!("rclrs_tokio_executor", "fallback wait failed: {err}");
+            return;
+        }
+        if gone {
+            // The Worker task is gone: the executor was dropped.
+            return;
+        }
+    }
+}
+
+/// Ask the Worker for its payload; `None` if the Worker task is gone.
+fn borrow_payload(mailbox: &MailboxSender) -> Option<LentPayload> {
+    let (lend, lent) = mpsc::sync_channel(1);
+    mailbox.send(MailItem::Loan(PayloadLoan { lend }));
+    lent.recv().ok()
+}

@@ -1,0 +1,134 @@
+//! A Worker's mailbox: the queue of work its task drains, in arrival order.
+//!
+//! Push callbacks send into it from middleware threads, so sending is lock-free and
+//! never blocks (a tokio unbounded channel). It stays bounded in practice because an
+//! entity is in it at most once (see `entity.rs`); payload tasks are the only items
+//! that are not coalesced, exactly as many as the user sends.
+//!
+//! The executor-wide `queued` counter tells `spin()` whether work was already waiting
+//! when it started, which a zero-timeout spin must still process.
+
+use crate::runtime::entity::Entity;
+use rclrs::PayloadTask;
+use std::any::Any;
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc,
+};
+use tokio::sync::{mpsc, oneshot};
+
+/// One unit of work for a Worker's task. Entities and payload tasks are callbacks and
+/// wait for the spin gate; a loan lends the payload to the fallback waiter.
+pub(crate) enum MailItem {
+    /// An entity with arrivals to drain.
+    Entity(Arc<Entity>),
+    /// A task to run on the Worker's payload.
+    Payload(PayloadTask),
+    /// The fallback waiter has ready primitives and needs the payload to run them.
+    Loan(PayloadLoan),
+}
+
+/// A request from the fallback waiter for the Worker's payload.
+pub(crate) struct PayloadLoan {
+    /// Where the Worker sends its payload, with the way back.
+    pub(crate) lend: std::sync::mpsc::SyncSender<LentPayload>,
+}
+
+/// The payload while the fallback waiter holds it. Dropping it sends the payload back,
+/// so the Worker gets its payload back even if the fallback waiter unwinds.
+pub(crate) struct LentPayload {
+    payload: Option<Box<dyn Any + Send>>,
+    give_back: Option<oneshot::Sender<Box<dyn Any + Send>>>,
+}
+
+impl LentPayload {
+    pub(crate) fn new(
+        payload: Box<dyn Any + Send>,
+        give_back: oneshot::Sender<Box<dyn Any + Send>>,
+    ) -> Self {
+        Self {
+            payload: Some(payload),
+            give_back: Some(give_back),
+        }
+    }
+
+    pub(crate) fn payload_mut(&mut self) -> &mut dyn Any {
+        &mut **self.payload.as_mut().expect("a loan holds its payload until dropped")
+    }
+
+    /// Undo a loan that never reached the fallback waiter.
+    pub(crate) fn into_payload(mut self) -> Option<Box<dyn Any + Send>> {
+        self.give_back = None;
+        self.payload.take()
+    }
+}
+
+impl Drop for LentPayload {
+    fn drop(&mut self) {
+        if let (Some(payload), Some(give_back)) = (self.payload.take(), self.give_back.take()) {
+            // The Worker may be gone (executor dropped); then the payload drops here.
+            let _ = give_back.send(payload);
+        }
+    }
+}
+
+/// Sending side of a mailbox; cheap to clone into push callbacks.
+#[derive(Clone)]
+pub(crate) struct MailboxSender {
+    tx: mpsc::UnboundedSender<MailItem>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// Receiving side, owned by the Worker's task.
+pub(crate) struct MailboxReceiver {
+    rx: mpsc::UnboundedReceiver<MailItem>,
+    queued: Arc<AtomicUsize>,
+}
+
+/// A mailbox whose items count towards `queued` (shared by all Workers of an executor).
+pub(crate) fn mailbox(queued: Arc<AtomicUsize>) -> (MailboxSender, MailboxReceiver) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (
+        MailboxSender {
+            tx,
+            queued: Arc::clone(&queued),
+        },
+        MailboxReceiver { rx, queued },
+    )
+}
+
+impl MailboxSender {
+    /// Non-blocking. Fails only when the Worker's task is gone (executor dropped), in
+    /// which case there is nobody left to run the item.
+    pub(crate) fn send(&self, item: MailItem) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        if self.tx.send(item).is_err() {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl MailboxReceiver {
+    pub(crate) async fn recv(&mut self) -> Option<MailItem> {
+        let item = self.rx.recv().await;
+        if item.is_some() {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+        item
+    }
+
+    pub(crate) fn try_recv(&mut self) -> Option<MailItem> {
+        let item = self.rx.try_recv().ok();
+        if item.is_some() {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+        item
+    }
+
+    /// Drop everything still queued (teardown), so queued entities are released
+    /// before the Worker tears its entities down.
+    pub(crate) fn close_and_drain(&mut self) {
+        self.rx.close();
+        while self.try_recv().is_some() {}
+    }
+}

@@ -1,0 +1,392 @@
+//! The one Tokio task per rclrs Worker that drains the Worker's mailbox.
+//!
+//! Because a Tokio task is never polled by two threads at once, everything this task
+//! does for its Worker is mutually exclusive and in mailbox order, without a lock on
+//! the payload: the task owns the payload. Different Workers are different tasks, so
+//! Tokio runs them in parallel on its threads.
+//!
+//! The task has two inputs:
+//! - a **control** channel for bookkeeping that must happen whether or not the executor
+//!   is spinning: new entities (registered for push right away, so arrivals before the
+//!   first spin are counted), activity listeners, and sweeps of dropped entities;
+//! - the **mailbox** of callbacks, taken only while the spin gate is open.
+//!
+//! The task owns its entities, so dropping the task (executor dropped, runtime shut
+//! down) tears them down: the mailbox is drained first, then every entity deregisters
+//! its push callback before its Waitable is dropped.
+
+use crate::ffi;
+use crate::runtime::{
+    async_tasks::{log_panic, InlineScope},
+    entity::Entity,
+    fallback_waiter::FallbackWaiter,
+    mailbox::{LentPayload, MailItem, MailboxReceiver, MailboxSender},
+    shared::ExecutorShared,
+};
+use rclrs::{
+    log_error, ActivityListenerCallback, Context, GuardCondition, RclPrimitiveKind, ReadyKind,
+    Waitable, WeakActivityListener,
+};
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{atomic::Ordering, Arc};
+use tokio::sync::{mpsc, oneshot};
+
+/// How many mailbox items a Worker runs before yielding to other tasks, and how many
+/// times it executes one entity before re-queueing it behind the others.
+const MAILBOX_BUDGET: usize = 64;
+const ENTITY_BUDGET: usize = 256;
+
+/// Bookkeeping for a Worker task, handled even while not spinning.
+pub(crate) enum Control {
+    Add(Waitable),
+    Listen(WeakActivityListener),
+    /// An rclrs guard condition fired where only the fallback waiter sees it: an entity
+    /// may have been dropped.
+    Sweep,
+}
+
+pub(crate) struct WorkerTask {
+    shared: Arc<ExecutorShared>,
+    context: Context,
+    guard_condition: Arc<GuardCondition>,
+    control: mpsc::UnboundedReceiver<Control>,
+    control_tx: mpsc::UnboundedSender<Control>,
+    mailbox: MailboxReceiver,
+    mailbox_tx: MailboxSender,
+    /// `None` only while lent to the fallback waiter.
+    payload: Option<Box<dyn Any + Send>>,
+    entities: Vec<Arc<Entity>>,
+    listeners: Vec<WeakActivityListener>,
+    listeners_due: bool,
+    /// An item taken from the mailbox just as the gate closed.
+    stash: Option<MailItem>,
+    fallback: Option<FallbackWaiter>,
+}
+
+impl WorkerTask {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        shared: Arc<ExecutorShared>,
+        context: Context,
+        guard_condition: Arc<GuardCondition>,
+        payload: Box<dyn Any + Send>,
+        control: mpsc::UnboundedReceiver<Control>,
+        control_tx: mpsc::UnboundedSender<Control>,
+        mailbox: MailboxReceiver,
+        mailbox_tx: MailboxSender,
+    ) -> Self {
+        Self {
+            shared,
+            context,
+            guard_condition,
+            control,
+            control_tx,
+            mailbox,
+            mailbox_tx,
+            payload: Some(payload),
+            entities: Vec::new(),
+            listeners: Vec::new(),
+            listeners_due: false,
+            stash: None,
+            fallback: None,
+        }
+    }
+
+    pub(crate) async fn run(mut self) {
+        let shared = Arc::clone(&self.shared);
+        loop {
+            while let Ok(control) = self.control.try_recv() {
+                self.handle_control(control);
+            }
+            if !shared.gate.is_open() {
+                tokio::select! {
+                    biased;
+                    _ = shared.shutdown_requested() => return,
+                    Some(control) = self.control.recv() => self.handle_control(control),
+                    _ = shared.gate.opened() => {}
+                }
+                continue;
+            }
+            let first = match self.stash.take() {
+                Some(item) => item,
+                None => tokio::select! {
+                    biased;
+                    _ = shared.shutdown_requested() => return,
+                    Some(control) = self.control.recv() => {
+                        self.handle_control(control);
+                        continue;
+                    }
+                    item = self.mailbox.recv() => match item {
+                        Some(item) => item,
+                        None => return,
+                    },
+                },
+            };
+            let budget_used = self.run_batch(first).await;
+            if budget_used {
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+
+    /// Run `first` and whatever else is queued, up to the budget. Returns true if the
+    /// budget ran out.
+    async fn run_batch(&mut self, first: MailItem) -> bool {
+        let shared = Arc::clone(&self.shared);
+        let mut next = Some(first);
+        let mut ran = 0;
+        while let Some(item) = next.take() {
+            let Some(flight) = shared.gate.try_enter() else {
+                self.stash = Some(item);
+                break;
+            };
+            if self.process(item).await {
+                self.listeners_due = true;
+                flight.finish_with_work();
+            } else {
+                drop(flight);
+            }
+            ran += 1;
+            if ran == MAILBOX_BUDGET {
+                break;
+            }
+            next = self.mailbox.try_recv();
+        }
+        if self.listeners_due {
+            if let Some(flight) = shared.gate.try_enter() {
+                self.notify_listeners();
+                drop(flight);
+            }
+        }
+        ran == MAILBOX_BUDGET
+    }
+
+    /// Run one mailbox item; true if a callback ran.
+    async fn process(&mut self, item: MailItem) -> bool {
+        match item {
+            MailItem::Entity(entity) => self.drain(&entity),
+            MailItem::Payload(task) => {
+                let payload = self.payload.as_deref_mut().expect("payload is home");
+                let scope = InlineScope::begin();
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| task(payload))) {
+                    log_panic("a payload task", &*panic);
+                }
+                scope.finish(&self.shared);
+                true
+            }
+            MailItem::Loan(loan) => {
+                let payload = self.payload.take().expect("payload is home");
+                let (give_back, returned) = oneshot::channel();
+                if let Err(refused) = loan.lend.send(LentPayload::new(payload, give_back)) {
+                    // The fallback waiter is gone; take the payload straight back.
+                    self.payload = refused.0.into_payload();
+                    return false;
+                }
+                match returned.await {
+                    Ok(payload) => self.payload = Some(payload),
+                    Err(_) => log_error!(
+                        "rclrs_tokio_executor",
+                        "the fallback waiter did not return a Worker's payload; \
+                         this Worker can no longer run callbacks"
+                    ),
+                }
+                true
+            }
+        }
+    }
+
+    /// Execute an entity once per claimed arrival, stopping when rmw has nothing left.
+    fn drain(&mut self, entity: &Arc<Entity>) -> bool {
+        let claimed = entity.claim();
+        if entity.kind == RclPrimitiveKind::GuardCondition {
+            // rclrs triggers a Worker's guard condition for new entities, payload tasks
+            // and dropped entities; the first two reach us directly, so run its (empty)
+            // callback and sweep.
+            if let Some(waitable) = entity.waitable.lock().unwrap().as_mut() {
+                if let Err(err) =
+                    ffi::execute_guard_condition(waitable.primitive_mut(), ReadyKind::Basic)
+                {
+                    log_error!("rclrs_tokio_executor", "guard condition failed: {err}");
+                }
+            }
+            self.sweep();
+            return false;
+        }
+        let mut guard = entity.waitable.lock().unwrap();
+        let Some(waitable) = guard.as_mut() else {
+            return false;
+        };
+        if !waitable.is_in_use() {
+            drop(guard);
+            self.sweep();
+            return false;
+        }
+        let Some(payload) = self.payload.as_deref_mut() else {
+            return false;
+        };
+        let mut ran = 0;
+        while ran < claimed {
+            if ran == ENTITY_BUDGET {
+                entity.unclaim(claimed - ran, &self.mailbox_tx);
+                break;
+            }
+            rclrs::reset_take_failed();
+            let scope = InlineScope::begin();
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                ffi::execute(waitable, ReadyKind::Basic, payload)
+            }));
+            scope.finish(&self.shared);
+            match result {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => log_error!(
+                    "rclrs_tokio_executor",
+                    "error while running the callback of {}: {err}",
+                    entity.name
+                ),
+                Err(panic) => {
+                    if !entity.panicked.swap(true, Ordering::Relaxed) {
+                        log_panic(&format!("the callback of {}", entity.name), &*panic);
+                    }
+                }
+            }
+            if rclrs::take_failed_since_reset() {
+                break;
+            }
+            ran += 1;
+        }
+        ran > 0
+    }
+
+    fn notify_listeners(&mut self) {
+        self.listeners_due = false;
+        let Some(payload) = self.payload.as_deref_mut() else {
+            return;
+        };
+        self.listeners.retain(|weak| {
+            let Some(listener) = weak.upgrade() else {
+                return false;
+            };
+            let taken = listener.lock().unwrap().take();
+            if let Some(mut callback) = taken {
+                if let ActivityListenerCallback::Listen(listen) = &mut callback {
+                    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| listen(payload))) {
+                        log_panic("an activity listener", &*panic);
+                    }
+                }
+                listener.lock().unwrap().replace(callback);
+            }
+            true
+        });
+    }
+
+    fn handle_control(&mut self, control: Control) {
+        match control {
+            Control::Add(waitable) => self.add(waitable),
+            Control::Listen(listener) => self.listeners.push(listener),
+            Control::Sweep => self.sweep(),
+        }
+    }
+
+    /// Register a new entity for push, or hand it to the fallback waiter.
+    fn add(&mut self, waitable: Waitable) {
+        let kind = waitable.primitive().kind();
+        let push_capable = matches!(
+            kind,
+            RclPrimitiveKind::Subscription
+                | RclPrimitiveKind::Service
+                | RclPrimitiveKind::Client
+                | RclPrimitiveKind::GuardCondition
+        );
+        // Once a fallback waiter exists, guard conditions wake it instead, so it sees
+        // new entities and dropped ones.
+        let to_fallback = !push_capable
+            || (kind == RclPrimitiveKind::GuardCondition && self.fallback.is_some());
+        if to_fallback {
+            self.to_fallback(waitable);
+            return;
+        }
+        let entity = Entity::new(waitable);
+        // Listed before registering: rcl reports the backlog from inside registration.
+        self.entities.push(Arc::clone(&entity));
+        let pushed = match entity.register(&self.mailbox_tx) {
+            Ok(pushed) => pushed,
+            Err(err) => {
+                log_error!(
+                    "rclrs_tokio_executor",
+                    "push registration of {} failed ({err}); using the fallback waiter",
+                    entity.name
+                );
+                false
+            }
+        };
+        if !pushed {
+            self.entities.retain(|e| !Arc::ptr_eq(e, &entity));
+            if let Some(waitable) = entity.into_waitable() {
+                self.to_fallback(waitable);
+            }
+        }
+    }
+
+    fn to_fallback(&mut self, waitable: Waitable) {
+        if let Some(fallback) = &self.fallback {
+            fallback.add(waitable);
+            return;
+        }
+        // First fallback primitive of this Worker: its guard conditions move into the
+        // fallback wait set (deregistering their push callbacks first).
+        let mut initial = vec![waitable];
+        let mut kept = Vec::with_capacity(self.entities.len());
+        for entity in self.entities.drain(..) {
+            if entity.kind == RclPrimitiveKind::GuardCondition {
+                initial.extend(entity.into_waitable());
+            } else {
+                kept.push(entity);
+            }
+        }
+        self.entities = kept;
+        match FallbackWaiter::start(
+            &self.context,
+            Arc::clone(&self.guard_condition),
+            self.mailbox_tx.clone(),
+            self.control_tx.clone(),
+            initial,
+        ) {
+            Ok(fallback) => self.fallback = Some(fallback),
+            Err(err) => log_error!(
+                "rclrs_tokio_executor",
+                "could not start the fallback waiter ({err}); primitives without a push \
+                 path (timers, events, actions) will not run on this Worker"
+            ),
+        }
+    }
+
+    /// Tear down every entity the user has dropped.
+    fn sweep(&mut self) {
+        let mut dead = Vec::new();
+        self.entities.retain(|entity| {
+            let alive = entity.in_use();
+            if !alive {
+                dead.push(Arc::clone(entity));
+            }
+            alive
+        });
+        for entity in dead {
+            entity.teardown();
+        }
+    }
+}
+
+impl Drop for WorkerTask {
+    fn drop(&mut self) {
+        // Queued entities and loan requests go first, then the entities themselves
+        // (each deregisters its callback before dropping its Waitable), then the
+        // fallback waiter.
+        self.mailbox.close_and_drain();
+        self.stash = None;
+        for entity in self.entities.drain(..) {
+            entity.teardown();
+        }
+        self.fallback = None;
+    }
+}

@@ -1,0 +1,390 @@
+//! The rclrs push-callback hook (patches/rclrs-0.8.0) on the real rmw, without any
+//! executor in between: registration reports the backlog, then each arrival; draining
+//! stops at TAKE_FAILED; dropping entities while messages arrive never calls freed
+//! memory (also run under valgrind by `teardown_is_clean_under_valgrind`).
+
+mod support;
+
+use rclrs::*;
+use ros_env::std_msgs::msg::Int32;
+use ros_env::std_srvs::srv::{Trigger, Trigger_Request, Trigger_Response};
+use std::sync::{
+    atomic::{AtomicBool, AtomicUsize, Ordering},
+    Arc, Mutex,
+};
+use std::time::{Duration, Instant};
+use support::capture_runtime::CaptureRuntime;
+use support::ffi::execute_node_primitive;
+
+fn unique(name: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{name}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Record every (kind, count) the hook reports.
+fn recorder() -> (OnReadyCallback, Arc<Mutex<Vec<usize>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    let callback: OnReadyCallback = Arc::new(move |ready: ReadyKind, count: usize| {
+        assert_eq!(ready, ReadyKind::Basic);
+        sink.lock().unwrap().push(count);
+    });
+    (callback, events)
+}
+
+fn total(events: &Arc<Mutex<Vec<usize>>>) -> usize {
+    events.lock().unwrap().iter().sum()
+}
+
+struct Fixture {
+    runtime: CaptureRuntime,
+    _executor: Executor,
+    node: Node,
+}
+
+fn fixture(name: &str) -> Fixture {
+    let context = Context::default_from_env().unwrap();
+    let runtime = CaptureRuntime::default();
+    let executor = context.create_executor(runtime.clone());
+    let node = executor.create_node(unique(name).as_str()).unwrap();
+    Fixture {
+        runtime,
+        _executor: executor,
+        node,
+    }
+}
+
+impl Fixture {
+    /// The Waitable rclrs created last (the entity just made).
+    fn last_waitable(&self) -> Waitable {
+        self.runtime
+            .captured
+            .lock()
+            .unwrap()
+            .waitables
+            .pop()
+            .expect("rclrs hands every new entity to the runtime")
+    }
+}
+
+#[test]
+fn subscription_push_reports_backlog_then_each_arrival() {
+    let f = fixture("hook_subscription");
+    let topic = unique("hook_sub_topic");
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&received);
+    let _subscription = f
+        .node
+        .create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |m: Int32| sink.lock().unwrap().push(m.data),
+        )
+        .unwrap();
+    let mut waitable = f.last_waitable();
+    assert!(waitable.primitive().kind() == RclPrimitiveKind::Subscription);
+    let publisher = f
+        .node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    wait_until("the subscription to match", || {
+        publisher.get_subscription_count().unwrap() == 1
+    });
+
+    for data in 0..3 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    // Let all three reach the reader before registering.
+    std::thread::sleep(Duration::from_millis(100));
+    let (callback, events) = recorder();
+    let handle = waitable
+        .primitive()
+        .register_on_ready(callback)
+        .unwrap()
+        .expect("subscriptions have a push path");
+    // The backlog is reported synchronously, from inside the registration, at once.
+    assert_eq!(*events.lock().unwrap(), vec![3]);
+
+    publisher.publish(Int32 { data: 3 }).unwrap();
+    publisher.publish(Int32 { data: 4 }).unwrap();
+    wait_until("two more notifications", || total(&events) == 5);
+    assert_eq!(*events.lock().unwrap(), vec![3, 1, 1], "one notification per arrival");
+
+    // Each execution takes one message; the sixth finds the queue empty.
+    for _ in 0..5 {
+        reset_take_failed();
+        execute_node_primitive(&mut waitable).unwrap();
+        assert!(!take_failed_since_reset());
+    }
+    reset_take_failed();
+    execute_node_primitive(&mut waitable).unwrap();
+    assert!(take_failed_since_reset(), "an empty queue reports TAKE_FAILED");
+    f.runtime.run_tasks();
+    assert_eq!(*received.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+
+    // After the handle is dropped, arrivals are no longer reported.
+    drop(handle);
+    publisher.publish(Int32 { data: 5 }).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(total(&events), 5);
+}
+
+#[test]
+fn service_and_client_push_report_backlog_then_each_arrival() {
+    let f = fixture("hook_service");
+    let name = unique("hook_trigger");
+    let served = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&served);
+    let _service = f
+        .node
+        .create_service::<Trigger, _>(name.as_str(), move |_request: Trigger_Request| {
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            Trigger_Response {
+                success: true,
+                message: format!("served {n}"),
+            }
+        })
+        .unwrap();
+    let mut service_waitable = f.last_waitable();
+    assert!(service_waitable.primitive().kind() == RclPrimitiveKind::Service);
+    let client = f.node.create_client::<Trigger>(name.as_str()).unwrap();
+    let mut client_waitable = f.last_waitable();
+    assert!(client_waitable.primitive().kind() == RclPrimitiveKind::Client);
+    wait_until("the service to be ready", || client.service_is_ready().unwrap());
+
+    // Two requests before the service registers: reported as a backlog of 2.
+    let mut first: Promise<Trigger_Response> = client.call(Trigger_Request::default()).unwrap();
+    let mut second: Promise<Trigger_Response> = client.call(Trigger_Request::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let (service_callback, service_events) = recorder();
+    let service_handle = service_waitable
+        .primitive()
+        .register_on_ready(service_callback)
+        .unwrap()
+        .expect("services have a push path");
+    assert_eq!(*service_events.lock().unwrap(), vec![2]);
+
+    // Serve both; the responses arrive before the client registers: a backlog of 2.
+    for _ in 0..2 {
+        reset_take_failed();
+        execute_node_primitive(&mut service_waitable).unwrap();
+        assert!(!take_failed_since_reset());
+    }
+    f.runtime.run_tasks();
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    std::thread::sleep(Duration::from_millis(200));
+    let (client_callback, client_events) = recorder();
+    let client_handle = client_waitable
+        .primitive()
+        .register_on_ready(client_callback)
+        .unwrap()
+        .expect("clients have a push path");
+    assert_eq!(*client_events.lock().unwrap(), vec![2]);
+    for _ in 0..2 {
+        execute_node_primitive(&mut client_waitable).unwrap();
+    }
+    assert_eq!(first.try_recv().unwrap().unwrap().message, "served 0");
+    assert_eq!(second.try_recv().unwrap().unwrap().message, "served 1");
+
+    // Registered now: one notification per request, then per response.
+    let mut third: Promise<Trigger_Response> = client.call(Trigger_Request::default()).unwrap();
+    wait_until("the third request", || total(&service_events) == 3);
+    assert_eq!(*service_events.lock().unwrap(), vec![2, 1]);
+    execute_node_primitive(&mut service_waitable).unwrap();
+    f.runtime.run_tasks();
+    wait_until("the third response", || total(&client_events) == 3);
+    assert_eq!(*client_events.lock().unwrap(), vec![2, 1]);
+    execute_node_primitive(&mut client_waitable).unwrap();
+    assert_eq!(third.try_recv().unwrap().unwrap().message, "served 2");
+    drop(service_handle);
+    drop(client_handle);
+}
+
+#[test]
+fn draining_more_arrivals_than_the_depth_stops_at_take_failed() {
+    let f = fixture("hook_overflow");
+    let topic = unique("hook_overflow_topic");
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&received);
+    let _subscription = f
+        .node
+        .create_subscription(
+            topic.as_str().keep_last(10).reliable(),
+            move |m: Int32| sink.lock().unwrap().push(m.data),
+        )
+        .unwrap();
+    let mut waitable = f.last_waitable();
+    let (callback, events) = recorder();
+    let _handle = waitable
+        .primitive()
+        .register_on_ready(callback)
+        .unwrap()
+        .unwrap();
+    let publisher = f
+        .node
+        .create_publisher::<Int32>(topic.as_str().keep_last(10).reliable())
+        .unwrap();
+    wait_until("the subscription to match", || {
+        publisher.get_subscription_count().unwrap() == 1
+    });
+    for data in 0..25 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    wait_until("25 notifications", || total(&events) == 25);
+
+    // 25 arrivals were counted, but the QoS depth kept only the last 10.
+    let mut taken = 0;
+    for _ in 0..total(&events) {
+        reset_take_failed();
+        execute_node_primitive(&mut waitable).unwrap();
+        if take_failed_since_reset() {
+            break;
+        }
+        taken += 1;
+    }
+    f.runtime.run_tasks();
+    assert_eq!(taken, 10);
+    assert_eq!(*received.lock().unwrap(), (15..25).collect::<Vec<_>>());
+}
+
+/// How many create/register/drop cycles the teardown test runs.
+fn teardown_cycles() -> usize {
+    std::env::var("RCLRS_TOKIO_TEARDOWN_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+#[test]
+fn dropping_entities_while_messages_arrive_never_calls_freed_memory() {
+    let f = fixture("hook_teardown");
+    let topic = unique("hook_teardown_topic");
+    let stop = Arc::new(AtomicBool::new(false));
+    let publisher = f
+        .node
+        .create_publisher::<Int32>(topic.as_str().keep_last(10).best_effort())
+        .unwrap();
+    let publishing = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut data = 0;
+            while !stop.load(Ordering::Relaxed) {
+                publisher.publish(Int32 { data }).unwrap();
+                data += 1;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        })
+    };
+
+    let late_calls = Arc::new(AtomicUsize::new(0));
+    let calls = Arc::new(AtomicUsize::new(0));
+    for cycle in 0..teardown_cycles() {
+        let subscription = f
+            .node
+            .create_subscription(topic.as_str().keep_last(10).best_effort(), |_m: Int32| {})
+            .unwrap();
+        let waitable = f.last_waitable();
+        let registered = Arc::new(AtomicBool::new(true));
+        let callback: OnReadyCallback = {
+            let registered = Arc::clone(&registered);
+            let late_calls = Arc::clone(&late_calls);
+            let calls = Arc::clone(&calls);
+            Arc::new(move |_ready, _count| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                if !registered.load(Ordering::SeqCst) {
+                    late_calls.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        let handle = waitable.primitive().register_on_ready(callback).unwrap().unwrap();
+        std::thread::sleep(Duration::from_micros((cycle % 7) as u64 * 300));
+        // Every drop order the executor could produce must be safe.
+        match cycle % 3 {
+            0 => {
+                drop(handle);
+                registered.store(false, Ordering::SeqCst);
+                drop(waitable);
+                drop(subscription);
+            }
+            1 => {
+                drop(subscription);
+                drop(waitable);
+                drop(handle);
+                registered.store(false, Ordering::SeqCst);
+            }
+            _ => {
+                drop(waitable);
+                drop(handle);
+                registered.store(false, Ordering::SeqCst);
+                drop(subscription);
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    publishing.join().unwrap();
+    assert_eq!(late_calls.load(Ordering::Relaxed), 0, "a callback ran after its handle was dropped");
+    assert!(calls.load(Ordering::Relaxed) > 0, "the stress saw no notification at all");
+}
+
+/// Run the teardown test in a child process under valgrind, bounded in time, and fail
+/// on any invalid read, write or free: a callback into freed memory shows up there.
+#[test]
+fn teardown_is_clean_under_valgrind() {
+    if std::env::var_os("RCLRS_TOKIO_UNDER_VALGRIND").is_some() {
+        return; // this is the child
+    }
+    let valgrind = std::process::Command::new("valgrind").arg("--version").output();
+    assert!(
+        valgrind.is_ok(),
+        "valgrind is required for this test (apt-get install valgrind)"
+    );
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new("timeout")
+        .args(["--signal=KILL", "600", "valgrind", "--error-exitcode=97"])
+        .args(["--errors-for-leak-kinds=none", "--leak-check=no", "--track-origins=no"])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "dropping_entities_while_messages_arrive_never_calls_freed_memory",
+            "--test-threads=1",
+        ])
+        .env("RCLRS_TOKIO_UNDER_VALGRIND", "1")
+        .env("RCLRS_TOKIO_TEARDOWN_CYCLES", "100")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = {
+        use std::io::Read;
+        let mut s = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
+        s
+    };
+    let status = child.wait().unwrap();
+    let invalid: Vec<&str> = stderr
+        .lines()
+        .filter(|l| {
+            l.contains("Invalid read")
+                || l.contains("Invalid write")
+                || l.contains("Invalid free")
+                || l.contains("Jump to the invalid address")
+        })
+        .collect();
+    assert!(invalid.is_empty(), "valgrind found memory errors:\n{stderr}");
+    assert!(
+        status.success() || status.code() == Some(97),
+        "the teardown test failed under valgrind ({status}):\n{}",
+        stderr.lines().rev().take(40).collect::<Vec<_>>().join("\n")
+    );
+}

