@@ -66,7 +66,9 @@ pub(crate) fn entity_name(primitive: &dyn RclPrimitive) -> String {
         // SAFETY: rcl returns either null (checked above) or a pointer to the entity's
         // NUL-terminated name, which lives as long as the entity; the guard held by the
         // caller keeps the entity alive and locked while we copy it out.
-        unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned()
     }
     match primitive.handle() {
         RclPrimitiveHandle::Subscription(guard) => {

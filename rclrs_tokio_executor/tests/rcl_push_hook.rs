@@ -87,10 +87,9 @@ fn subscription_push_reports_backlog_then_each_arrival() {
     let sink = Arc::clone(&received);
     let _subscription = f
         .node
-        .create_subscription(
-            topic.as_str().keep_last(100).reliable(),
-            move |m: Int32| sink.lock().unwrap().push(m.data),
-        )
+        .create_subscription(topic.as_str().keep_last(100).reliable(), move |m: Int32| {
+            sink.lock().unwrap().push(m.data)
+        })
         .unwrap();
     let mut waitable = f.last_waitable();
     assert!(waitable.primitive().kind() == RclPrimitiveKind::Subscription);
@@ -119,7 +118,11 @@ fn subscription_push_reports_backlog_then_each_arrival() {
     publisher.publish(Int32 { data: 3 }).unwrap();
     publisher.publish(Int32 { data: 4 }).unwrap();
     wait_until("two more notifications", || total(&events) == 5);
-    assert_eq!(*events.lock().unwrap(), vec![3, 1, 1], "one notification per arrival");
+    assert_eq!(
+        *events.lock().unwrap(),
+        vec![3, 1, 1],
+        "one notification per arrival"
+    );
 
     // Each execution takes one message; the sixth finds the queue empty.
     for _ in 0..5 {
@@ -129,7 +132,10 @@ fn subscription_push_reports_backlog_then_each_arrival() {
     }
     reset_take_failed();
     execute_node_primitive(&mut waitable).unwrap();
-    assert!(take_failed_since_reset(), "an empty queue reports TAKE_FAILED");
+    assert!(
+        take_failed_since_reset(),
+        "an empty queue reports TAKE_FAILED"
+    );
     f.runtime.run_tasks();
     assert_eq!(*received.lock().unwrap(), vec![0, 1, 2, 3, 4]);
 
@@ -161,7 +167,9 @@ fn service_and_client_push_report_backlog_then_each_arrival() {
     let client = f.node.create_client::<Trigger>(name.as_str()).unwrap();
     let mut client_waitable = f.last_waitable();
     assert!(client_waitable.primitive().kind() == RclPrimitiveKind::Client);
-    wait_until("the service to be ready", || client.service_is_ready().unwrap());
+    wait_until("the service to be ready", || {
+        client.service_is_ready().unwrap()
+    });
 
     // Two requests before the service registers: reported as a backlog of 2.
     let mut first: Promise<Trigger_Response> = client.call(Trigger_Request::default()).unwrap();
@@ -219,10 +227,9 @@ fn draining_more_arrivals_than_the_depth_stops_at_take_failed() {
     let sink = Arc::clone(&received);
     let _subscription = f
         .node
-        .create_subscription(
-            topic.as_str().keep_last(10).reliable(),
-            move |m: Int32| sink.lock().unwrap().push(m.data),
-        )
+        .create_subscription(topic.as_str().keep_last(10).reliable(), move |m: Int32| {
+            sink.lock().unwrap().push(m.data)
+        })
         .unwrap();
     let mut waitable = f.last_waitable();
     let (callback, events) = recorder();
@@ -307,7 +314,11 @@ fn dropping_entities_while_messages_arrive_never_calls_freed_memory() {
                 }
             })
         };
-        let handle = waitable.primitive().register_on_ready(callback).unwrap().unwrap();
+        let handle = waitable
+            .primitive()
+            .register_on_ready(callback)
+            .unwrap()
+            .unwrap();
         std::thread::sleep(Duration::from_micros((cycle % 7) as u64 * 300));
         // Every drop order the executor could produce must be safe.
         match cycle % 3 {
@@ -333,8 +344,15 @@ fn dropping_entities_while_messages_arrive_never_calls_freed_memory() {
     }
     stop.store(true, Ordering::Relaxed);
     publishing.join().unwrap();
-    assert_eq!(late_calls.load(Ordering::Relaxed), 0, "a callback ran after its handle was dropped");
-    assert!(calls.load(Ordering::Relaxed) > 0, "the stress saw no notification at all");
+    assert_eq!(
+        late_calls.load(Ordering::Relaxed),
+        0,
+        "a callback ran after its handle was dropped"
+    );
+    assert!(
+        calls.load(Ordering::Relaxed) > 0,
+        "the stress saw no notification at all"
+    );
 }
 
 /// Run the teardown test in a child process under valgrind, bounded in time, and fail
@@ -344,7 +362,9 @@ fn teardown_is_clean_under_valgrind() {
     if std::env::var_os("RCLRS_TOKIO_UNDER_VALGRIND").is_some() {
         return; // this is the child
     }
-    let valgrind = std::process::Command::new("valgrind").arg("--version").output();
+    let valgrind = std::process::Command::new("valgrind")
+        .arg("--version")
+        .output();
     assert!(
         valgrind.is_ok(),
         "valgrind is required for this test (apt-get install valgrind)"
@@ -352,7 +372,11 @@ fn teardown_is_clean_under_valgrind() {
     let exe = std::env::current_exe().unwrap();
     let mut child = std::process::Command::new("timeout")
         .args(["--signal=KILL", "600", "valgrind", "--error-exitcode=97"])
-        .args(["--errors-for-leak-kinds=none", "--leak-check=no", "--track-origins=no"])
+        .args([
+            "--errors-for-leak-kinds=none",
+            "--leak-check=no",
+            "--track-origins=no",
+        ])
         .arg(&exe)
         .args([
             "--exact",
@@ -381,7 +405,10 @@ fn teardown_is_clean_under_valgrind() {
                 || l.contains("Jump to the invalid address")
         })
         .collect();
-    assert!(invalid.is_empty(), "valgrind found memory errors:\n{stderr}");
+    assert!(
+        invalid.is_empty(),
+        "valgrind found memory errors:\n{stderr}"
+    );
     assert!(
         status.success() || status.code() == Some(97),
         "the teardown test failed under valgrind ({status}):\n{}",

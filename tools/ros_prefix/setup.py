@@ -39,7 +39,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-STATE = ROOT / ".ros"
+# RCLRS_TOKIO_STATE_DIR moves the state (the tests of this script use a scratch one).
+STATE = Path(os.environ.get("RCLRS_TOKIO_STATE_DIR", ROOT / ".ros")).resolve()
 LOGS = STATE / "logs"
 STAMPS = STATE / "stamps"
 VENV = STATE / "venv"

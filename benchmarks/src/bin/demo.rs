@@ -19,7 +19,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let context = Context::default_from_env()?;
     let mut executor = context.create_basic_executor();
     let node = executor.create_node("rclrs_tokio_demo")?;
-    let publisher = node.create_publisher::<BenchMessage>(topic.as_str().keep_last(1000).reliable())?;
+    let publisher =
+        node.create_publisher::<BenchMessage>(topic.as_str().keep_last(1000).reliable())?;
 
     let received = Arc::new(Mutex::new((0u64, Latencies::default())));
     let sink = Arc::clone(&received);
@@ -60,7 +61,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok(total)
     });
 
-    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(seconds + 30.0)));
+    let errors =
+        executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(seconds + 30.0)));
     let sent = talker.join().expect("talker thread panicked")?;
     for err in errors {
         eprintln!("spin reported: {err}");

@@ -38,18 +38,36 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     match (role.as_str(), kind.as_str()) {
         ("talker", "std") => {
             let publisher = node.create_publisher::<StringMsg>(qos())?;
-            talk(count, rate_hz, timeout, || publisher.get_subscription_count(), |seq| {
-                publisher.publish(StringMsg { data: format!("hello {seq}") })
-            })
+            talk(
+                count,
+                rate_hz,
+                timeout,
+                || publisher.get_subscription_count(),
+                |seq| {
+                    publisher.publish(StringMsg {
+                        data: format!("hello {seq}"),
+                    })
+                },
+            )
         }
         ("talker", "bench") => {
             let publisher = node.create_publisher::<BenchMessage>(qos())?;
-            talk(count, rate_hz, timeout, || publisher.get_subscription_count(), |seq| {
-                publisher.publish(BenchMessage {
-                    header: BenchHeader { seq, send_time_ns: monotonic_ns(), publisher_id: std::process::id() },
-                    payload: vec![seq as u8; 16],
-                })
-            })
+            talk(
+                count,
+                rate_hz,
+                timeout,
+                || publisher.get_subscription_count(),
+                |seq| {
+                    publisher.publish(BenchMessage {
+                        header: BenchHeader {
+                            seq,
+                            send_time_ns: monotonic_ns(),
+                            publisher_id: std::process::id(),
+                        },
+                        payload: vec![seq as u8; 16],
+                    })
+                },
+            )
         }
         ("listener", kind) => {
             // (received, first seq or text, last seq or text)
@@ -70,7 +88,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             } else {
                 _sub_bench = node.create_subscription(qos(), move |m: BenchMessage| {
                     let ok = m.payload.iter().all(|b| *b == m.header.seq as u8);
-                    record(format!("{}{}", m.header.seq, if ok { "" } else { " (corrupt payload)" }))
+                    record(format!(
+                        "{}{}",
+                        m.header.seq,
+                        if ok { "" } else { " (corrupt payload)" }
+                    ))
                 })?;
             }
             let deadline = Instant::now() + timeout;

@@ -93,9 +93,8 @@ impl InlineScope {
     /// in-flight token of the spin gate, so these polls are inside the gate too.
     pub(crate) fn finish(mut self, shared: &Arc<ExecutorShared>) {
         self.active = false;
-        let collected = INLINE.with(|inline| {
-            std::mem::replace(&mut *inline.borrow_mut(), self.previous.take())
-        });
+        let collected = INLINE
+            .with(|inline| std::mem::replace(&mut *inline.borrow_mut(), self.previous.take()));
         let Some(collected) = collected else { return };
         let waker = futures::task::noop_waker();
         let mut cx = Context::from_waker(&waker);

@@ -55,7 +55,10 @@ impl FallbackWaiter {
             .name("rclrs-tokio-fallback".into())
             .spawn(move || run(wait_set, incoming, thread_stop, mailbox, control))
             .map_err(|err| {
-                log_error!("rclrs_tokio_executor", "cannot spawn the fallback waiter: {err}");
+                log_error!(
+                    "rclrs_tokio_executor",
+                    "cannot spawn the fallback waiter: {err}"
+                );
                 RclrsError::RclError {
                     code: rclrs::RclReturnCode::Error,
                     msg: None,

@@ -53,7 +53,10 @@ impl LentPayload {
     }
 
     pub(crate) fn payload_mut(&mut self) -> &mut dyn Any {
-        &mut **self.payload.as_mut().expect("a loan holds its payload until dropped")
+        &mut **self
+            .payload
+            .as_mut()
+            .expect("a loan holds its payload until dropped")
     }
 
     /// Undo a loan that never reached the fallback waiter.

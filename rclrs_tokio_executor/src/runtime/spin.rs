@@ -15,7 +15,10 @@ use std::sync::{atomic::Ordering, Arc};
 use std::time::Duration;
 use tokio::time::Instant;
 
-pub(crate) async fn spin(shared: Arc<ExecutorShared>, conditions: SpinConditions) -> Vec<RclrsError> {
+pub(crate) async fn spin(
+    shared: Arc<ExecutorShared>,
+    conditions: SpinConditions,
+) -> Vec<RclrsError> {
     let SpinConditions {
         options,
         halt_spinning,

@@ -300,8 +300,8 @@ impl WorkerTask {
         );
         // Once a fallback waiter exists, guard conditions wake it instead, so it sees
         // new entities and dropped ones.
-        let to_fallback = !push_capable
-            || (kind == RclPrimitiveKind::GuardCondition && self.fallback.is_some());
+        let to_fallback =
+            !push_capable || (kind == RclPrimitiveKind::GuardCondition && self.fallback.is_some());
         if to_fallback {
             self.to_fallback(waitable);
             return;

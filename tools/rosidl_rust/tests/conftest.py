@@ -28,7 +28,7 @@ def _prefixes():
 def find_share(package):
     for prefix in _prefixes():
         share = prefix / 'share' / package
-        if any((share / sub).glob('*.idl') for sub in ('msg', 'srv', 'action')):
+        if any(any((share / sub).glob('*.idl')) for sub in ('msg', 'srv', 'action')):
             return share
     return None
 

@@ -1,0 +1,54 @@
+"""Shared helpers of the system tests: find installed executables, run processes."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def installed_executable(package: str, name: str) -> Path:
+    """`<prefix>/lib/<package>/<name>` from the first AMENT_PREFIX_PATH entry that has it."""
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        candidate = Path(prefix) / 'lib' / package / name
+        if candidate.is_file():
+            return candidate
+    pytest.fail(f'{package}/{name} is not installed; run `make build` first')
+
+
+def unique_topic(stem: str) -> str:
+    return f'{stem}_{uuid.uuid4().hex[:8]}'
+
+
+def start(cmd, **kw) -> subprocess.Popen:
+    return subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 60.0) -> dict:
+    """Wait for `proc`, require exit 0, return its last stdout line as JSON."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f'{proc.args} timed out\nstdout:{out}\nstderr:{err}')
+    assert proc.returncode == 0, f'{proc.args} exited {proc.returncode}\nstdout:{out}\nstderr:{err}'
+    lines = [line for line in out.splitlines() if line.startswith('{')]
+    assert lines, f'{proc.args} printed no JSON summary\nstdout:{out}\nstderr:{err}'
+    return json.loads(lines[-1])
+
+
+@pytest.fixture
+def rust_node():
+    return installed_executable('rclrs_tokio_benchmarks', 'interop_node')
+
+
+@pytest.fixture
+def rclpy_node():
+    return [sys.executable, HERE / 'interop_rclpy.py']
