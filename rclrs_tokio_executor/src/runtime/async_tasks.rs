@@ -68,7 +68,7 @@ fn poll_contained(task: &mut BoxFuture<'static, ()>, cx: &mut Context<'_>) -> Po
     match catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(cx))) {
         Ok(poll) => poll,
         Err(panic) => {
-            log_panic("an async task", &panic);
+            log_panic("an async task", &*panic);
             Poll::Ready(())
         }
     }

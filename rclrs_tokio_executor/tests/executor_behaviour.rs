@@ -1,0 +1,546 @@
+//! One behaviour suite, run against the rclrs basic executor and the Tokio executor:
+//! whatever the basic executor guarantees, the Tokio executor must guarantee too.
+//!
+//! Each case is a function taking an executor factory; the `suite!` macro instantiates
+//! every case once per executor, as `basic::<case>` and `tokio::<case>`.
+
+use futures::channel::oneshot;
+use rclrs::*;
+use rclrs_tokio_executor::CreateTokioExecutor;
+use ros_env::std_msgs::msg::Int32;
+use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc, Mutex,
+};
+use std::time::{Duration, Instant};
+
+type MakeExecutor = fn(&Context) -> Executor;
+
+fn unique(name: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{name}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A generous bound for anything that should take milliseconds.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn wait_matched(publisher: &Publisher<Int32>, subscriptions: usize) {
+    let deadline = Instant::now() + PATIENCE;
+    while publisher.get_subscription_count().unwrap() < subscriptions {
+        assert!(Instant::now() < deadline, "subscriptions never matched");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Spin until `done` resolves; fail if that takes longer than PATIENCE.
+fn spin_until(executor: &mut Executor, done: Promise<()>) {
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(done)
+            .timeout(PATIENCE),
+    );
+    assert!(errors.is_empty(), "spin reported {errors:?}");
+}
+
+/// A promise that resolves once `count` reaches `target`, checked by the caller.
+struct Countdown {
+    sender: Mutex<Option<oneshot::Sender<()>>>,
+    count: AtomicUsize,
+    target: usize,
+}
+
+impl Countdown {
+    fn new(target: usize) -> (Arc<Self>, Promise<()>) {
+        let (tx, rx) = oneshot::channel();
+        let countdown = Arc::new(Self {
+            sender: Mutex::new(Some(tx)),
+            count: AtomicUsize::new(0),
+            target,
+        });
+        (countdown, rx)
+    }
+
+    fn tick(&self) {
+        if self.count.fetch_add(1, Ordering::SeqCst) + 1 == self.target {
+            if let Some(tx) = self.sender.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+}
+
+fn pub_sub_delivers_every_message_in_order(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("pubsub").as_str()).unwrap();
+    let topic = unique("pubsub_topic");
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let (countdown, done) = Countdown::new(200);
+    let _sub = {
+        let received = Arc::clone(&received);
+        node.create_subscription(
+            topic.as_str().keep_last(1000).reliable(),
+            move |m: Int32| {
+                received.lock().unwrap().push(m.data);
+                countdown.tick();
+            },
+        )
+        .unwrap()
+    };
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(1000).reliable())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    let publishing = std::thread::spawn(move || {
+        for data in 0..200 {
+            publisher.publish(Int32 { data }).unwrap();
+        }
+        publisher
+    });
+    spin_until(&mut executor, done);
+    let _publisher = publishing.join().unwrap();
+    assert_eq!(*received.lock().unwrap(), (0..200).collect::<Vec<_>>());
+}
+
+fn services_and_clients_answer_requests(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("service").as_str()).unwrap();
+    let name = unique("set_bool");
+    let _service = node
+        .create_service::<SetBool, _>(name.as_str(), |request: SetBool_Request| SetBool_Response {
+            success: !request.data,
+            message: format!("got {}", request.data),
+        })
+        .unwrap();
+    let client = node.create_client::<SetBool>(name.as_str()).unwrap();
+    let ready = client.notify_on_service_ready();
+    spin_until(&mut executor, ready);
+    for data in [true, false, true] {
+        let response: Promise<SetBool_Response> = client.call(SetBool_Request { data }).unwrap();
+        let (response, notice) = executor.commands().create_notice(response);
+        spin_until(&mut executor, notice);
+        let mut response = response;
+        let response = response
+            .try_recv()
+            .unwrap()
+            .expect("the client got a response");
+        assert_eq!(response.success, !data);
+        assert_eq!(response.message, format!("got {data}"));
+    }
+}
+
+fn worker_payload_is_mutated_by_several_callbacks(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("worker").as_str()).unwrap();
+    let worker = node.create_worker::<Vec<String>>(Vec::new());
+    let (topic_a, topic_b) = (unique("worker_a"), unique("worker_b"));
+    let (countdown, done) = Countdown::new(20);
+    let _a = {
+        let countdown = Arc::clone(&countdown);
+        worker
+            .create_subscription(
+                topic_a.as_str().keep_last(100).reliable(),
+                move |log: &mut Vec<String>, m: Int32| {
+                    log.push(format!("a{}", m.data));
+                    countdown.tick();
+                },
+            )
+            .unwrap()
+    };
+    let _b = worker
+        .create_subscription(
+            topic_b.as_str().keep_last(100).reliable(),
+            move |log: &mut Vec<String>, m: Int32| {
+                log.push(format!("b{}", m.data));
+                countdown.tick();
+            },
+        )
+        .unwrap();
+    let pub_a = node
+        .create_publisher::<Int32>(topic_a.as_str().keep_last(100).reliable())
+        .unwrap();
+    let pub_b = node
+        .create_publisher::<Int32>(topic_b.as_str().keep_last(100).reliable())
+        .unwrap();
+    wait_matched(&pub_a, 1);
+    wait_matched(&pub_b, 1);
+    for data in 0..10 {
+        pub_a.publish(Int32 { data }).unwrap();
+        pub_b.publish(Int32 { data }).unwrap();
+    }
+    spin_until(&mut executor, done);
+    let snapshot = worker.run(|log: &mut Vec<String>| log.clone());
+    let (mut snapshot, notice) = executor.commands().create_notice(snapshot);
+    spin_until(&mut executor, notice);
+    let log = snapshot.try_recv().unwrap().unwrap();
+    let a: Vec<_> = log.iter().filter(|s| s.starts_with('a')).cloned().collect();
+    let b: Vec<_> = log.iter().filter(|s| s.starts_with('b')).cloned().collect();
+    assert_eq!(a, (0..10).map(|i| format!("a{i}")).collect::<Vec<_>>());
+    assert_eq!(b, (0..10).map(|i| format!("b{i}")).collect::<Vec<_>>());
+}
+
+fn spin_once_timeout_and_halt_return_as_specified(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let _node = executor.create_node(unique("spin_modes").as_str()).unwrap();
+    let is_timeout = |errors: &[RclrsError]| {
+        errors.len() == 1
+            && matches!(
+                errors[0],
+                RclrsError::RclError {
+                    code: RclReturnCode::Timeout,
+                    ..
+                }
+            )
+    };
+
+    // Spin-once with nothing to do and a zero timeout: returns at once, timed out.
+    let start = Instant::now();
+    let errors = executor.spin(SpinOptions::spin_once().timeout(Duration::ZERO));
+    assert!(is_timeout(&errors), "{errors:?}");
+    assert!(start.elapsed() < Duration::from_secs(2));
+
+    // A timeout elapses: the same Timeout error, after (not before) the timeout.
+    let start = Instant::now();
+    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
+    assert!(is_timeout(&errors), "{errors:?}");
+    assert!(start.elapsed() >= Duration::from_millis(100));
+    assert!(start.elapsed() < Duration::from_secs(5));
+
+    // Halt from another thread stops an unbounded spin, without an error.
+    let commands = Arc::clone(executor.commands());
+    let start = Instant::now();
+    let halter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        commands.halt_spinning();
+    });
+    let errors = executor.spin(SpinOptions::default().timeout(PATIENCE));
+    halter.join().unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+
+    // Spin-once does the available work and returns without waiting for the timeout.
+    let ran = executor.commands().run(async {});
+    let start = Instant::now();
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(10)));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    let mut ran = ran;
+    assert_eq!(ran.try_recv().unwrap(), Some(()));
+}
+
+fn spin_until_a_promise_resolves(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let _node = executor.create_node(unique("promise").as_str()).unwrap();
+    let (tx, rx) = oneshot::channel();
+    let start = Instant::now();
+    let resolver = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        tx.send(()).unwrap();
+    });
+    spin_until(&mut executor, rx);
+    resolver.join().unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(100));
+
+    // A promise whose sender is dropped also ends the spin.
+    let (tx, rx) = oneshot::channel::<()>();
+    drop(tx);
+    spin_until(&mut executor, rx);
+}
+
+fn async_tasks_run_while_spinning(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let _node = executor.create_node(unique("tasks").as_str()).unwrap();
+    let (tx, rx) = oneshot::channel::<i32>();
+    let sum = executor
+        .commands()
+        .run(async move { rx.await.unwrap() + 1 });
+    // `query` tasks run too (while their promise is held); this one hands its value to
+    // the first task.
+    let _query = executor.commands().query(async move {
+        tx.send(41).unwrap();
+    });
+    let (mut sum, notice) = executor.commands().create_notice(sum);
+    spin_until(&mut executor, notice);
+    assert_eq!(sum.try_recv().unwrap(), Some(42));
+
+    // Nothing runs while not spinning.
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let _ = executor.commands().run(async move {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        0,
+        "a task ran while not spinning"
+    );
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
+
+fn dropping_an_entity_during_spin_stops_its_callbacks(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("drop").as_str()).unwrap();
+    let topic = unique("drop_topic");
+    let dropped_count = Arc::new(AtomicUsize::new(0));
+    let kept_count = Arc::new(AtomicUsize::new(0));
+    let doomed = {
+        let c = Arc::clone(&dropped_count);
+        node.create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |_m: Int32| {
+                c.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap()
+    };
+    let (countdown, done) = Countdown::new(100);
+    let _kept = {
+        let c = Arc::clone(&kept_count);
+        node.create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |_m: Int32| {
+                c.fetch_add(1, Ordering::SeqCst);
+                countdown.tick();
+            },
+        )
+        .unwrap()
+    };
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    wait_matched(&publisher, 2);
+    let doomed_seen = Arc::clone(&dropped_count);
+    let publishing = std::thread::spawn(move || {
+        let mut doomed = Some(doomed);
+        for data in 0..100 {
+            if data == 50 {
+                // Drop while the executor spins and messages keep arriving.
+                let deadline = Instant::now() + PATIENCE;
+                while doomed_seen.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                doomed.take();
+            }
+            publisher.publish(Int32 { data }).unwrap();
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        publisher
+    });
+    spin_until(&mut executor, done);
+    let _publisher = publishing.join().unwrap();
+    let after_drop = dropped_count.load(Ordering::SeqCst);
+    assert!(
+        after_drop > 0 && after_drop <= 50,
+        "dropped subscription ran {after_drop} times"
+    );
+    assert_eq!(kept_count.load(Ordering::SeqCst), 100);
+}
+
+fn a_burst_while_not_spinning_is_delivered_up_to_the_depth(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("burst").as_str()).unwrap();
+    let topic = unique("burst_topic");
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let _sub = {
+        let received = Arc::clone(&received);
+        node.create_subscription(topic.as_str().keep_last(10).reliable(), move |m: Int32| {
+            received.lock().unwrap().push(m.data)
+        })
+        .unwrap()
+    };
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(10).reliable())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    for data in 0..25 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        received.lock().unwrap().is_empty(),
+        "delivered while not spinning"
+    );
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(500)));
+    assert_eq!(*received.lock().unwrap(), (15..25).collect::<Vec<_>>());
+}
+
+fn a_worker_runs_its_work_in_order(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("order").as_str()).unwrap();
+    let worker = node.create_worker::<Vec<i32>>(Vec::new());
+    let topic = unique("order_topic");
+    let (countdown, done) = Countdown::new(300);
+    let _sub = worker
+        .create_subscription(
+            topic.as_str().keep_last(1000).reliable(),
+            move |log: &mut Vec<i32>, m: Int32| {
+                log.push(m.data);
+                countdown.tick();
+            },
+        )
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(1000).reliable())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    for data in 0..300 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    spin_until(&mut executor, done);
+    // Payload tasks queue behind each other in the order they were sent.
+    for data in 300..400 {
+        let _ = worker.run(move |log: &mut Vec<i32>| log.push(data));
+    }
+    let snapshot = worker.run(|log: &mut Vec<i32>| log.clone());
+    let (mut snapshot, notice) = executor.commands().create_notice(snapshot);
+    spin_until(&mut executor, notice);
+    assert_eq!(
+        snapshot.try_recv().unwrap().unwrap(),
+        (0..400).collect::<Vec<_>>()
+    );
+}
+
+fn two_workers_run_blocking_callbacks_in_parallel(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("parallel").as_str()).unwrap();
+    let spans = Arc::new(Mutex::new(Vec::<(Instant, Instant)>::new()));
+    let (countdown, done) = Countdown::new(2);
+    let mut keep = Vec::new();
+    let mut workers = Vec::new();
+    let mut publishers = Vec::new();
+    for i in 0..2 {
+        let worker = node.create_worker::<()>(());
+        let topic = unique(&format!("parallel_{i}"));
+        let spans = Arc::clone(&spans);
+        let countdown = Arc::clone(&countdown);
+        keep.push(
+            worker
+                .create_subscription(
+                    topic.as_str().keep_last(10).reliable(),
+                    move |_: &mut (), _m: Int32| {
+                        let start = Instant::now();
+                        std::thread::sleep(Duration::from_millis(300));
+                        spans.lock().unwrap().push((start, Instant::now()));
+                        countdown.tick();
+                    },
+                )
+                .unwrap(),
+        );
+        publishers.push(
+            node.create_publisher::<Int32>(topic.as_str().keep_last(10).reliable())
+                .unwrap(),
+        );
+        workers.push(worker);
+    }
+    for publisher in &publishers {
+        wait_matched(publisher, 1);
+    }
+    for publisher in &publishers {
+        publisher.publish(Int32 { data: 1 }).unwrap();
+    }
+    spin_until(&mut executor, done);
+    let spans = spans.lock().unwrap();
+    let (a, b) = (spans[0], spans[1]);
+    assert!(
+        a.0 < b.1 && b.0 < a.1,
+        "the two Workers' callbacks did not overlap: {:?} vs {:?}",
+        a,
+        b
+    );
+}
+
+fn timers_fire_only_while_spinning(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("timer").as_str()).unwrap();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let (countdown, done) = Countdown::new(5);
+    let _timer = {
+        let fired = Arc::clone(&fired);
+        node.create_timer_repeating(Duration::from_millis(10), move || {
+            fired.fetch_add(1, Ordering::SeqCst);
+            countdown.tick();
+        })
+        .unwrap()
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        0,
+        "a timer fired while not spinning"
+    );
+    spin_until(&mut executor, done);
+    assert!(fired.load(Ordering::SeqCst) >= 5);
+}
+
+macro_rules! suite {
+    ($module:ident, $make:expr) => {
+        mod $module {
+            use super::*;
+            const MAKE: MakeExecutor = $make;
+
+            #[test]
+            fn pub_sub_delivers_every_message_in_order() {
+                super::pub_sub_delivers_every_message_in_order(MAKE)
+            }
+            #[test]
+            fn services_and_clients_answer_requests() {
+                super::services_and_clients_answer_requests(MAKE)
+            }
+            #[test]
+            fn worker_payload_is_mutated_by_several_callbacks() {
+                super::worker_payload_is_mutated_by_several_callbacks(MAKE)
+            }
+            #[test]
+            fn spin_once_timeout_and_halt_return_as_specified() {
+                super::spin_once_timeout_and_halt_return_as_specified(MAKE)
+            }
+            #[test]
+            fn spin_until_a_promise_resolves() {
+                super::spin_until_a_promise_resolves(MAKE)
+            }
+            #[test]
+            fn async_tasks_run_while_spinning() {
+                super::async_tasks_run_while_spinning(MAKE)
+            }
+            #[test]
+            fn dropping_an_entity_during_spin_stops_its_callbacks() {
+                super::dropping_an_entity_during_spin_stops_its_callbacks(MAKE)
+            }
+            #[test]
+            fn a_burst_while_not_spinning_is_delivered_up_to_the_depth() {
+                super::a_burst_while_not_spinning_is_delivered_up_to_the_depth(MAKE)
+            }
+            #[test]
+            fn a_worker_runs_its_work_in_order() {
+                super::a_worker_runs_its_work_in_order(MAKE)
+            }
+            #[test]
+            fn timers_fire_only_while_spinning() {
+                super::timers_fire_only_while_spinning(MAKE)
+            }
+            #[test]
+            fn two_workers_run_blocking_callbacks_in_parallel() {
+                super::two_workers_run_blocking_callbacks_in_parallel(MAKE)
+            }
+        }
+    };
+}
+
+suite!(basic, |context| context.create_basic_executor());
+suite!(tokio, |context| context.create_tokio_executor());

@@ -1,0 +1,224 @@
+//! What only the Tokio executor promises: composing with Tokio, refusing a blocking spin
+//! inside a runtime, running on a user's runtime, and containing panics.
+
+use futures::channel::oneshot;
+use rclrs::*;
+use rclrs_tokio_executor::{
+    is_spin_inside_runtime_error, CreateTokioExecutor, TokioExecutorOptions,
+};
+use ros_env::std_msgs::msg::Int32;
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc, Mutex,
+};
+use std::time::{Duration, Instant};
+
+fn unique(name: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{name}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn wait_matched(publisher: &Publisher<Int32>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while publisher.get_subscription_count().unwrap() == 0 {
+        assert!(Instant::now() < deadline, "no subscription matched");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Resolves the returned promise on the `n`th call of the returned closure.
+fn after_n_calls(n: usize) -> (impl Fn() + Send + Sync + Clone + 'static, Promise<()>) {
+    let (tx, rx) = oneshot::channel();
+    let tx = Arc::new(Mutex::new(Some(tx)));
+    let count = Arc::new(AtomicUsize::new(0));
+    let tick = move || {
+        if count.fetch_add(1, Ordering::SeqCst) + 1 == n {
+            if let Some(tx) = tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+        }
+    };
+    (tick, rx)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_blocking_spin_inside_a_tokio_runtime_returns_a_typed_error() {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context.create_tokio_executor();
+    let start = Instant::now();
+    let errors = executor.spin(SpinOptions::default());
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "it must not block"
+    );
+    assert_eq!(errors.len(), 1);
+    assert!(is_spin_inside_runtime_error(&errors[0]), "{:?}", errors[0]);
+    assert!(
+        format!("{:?}", errors[0]).contains("spin_async"),
+        "{:?}",
+        errors[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spin_async_composes_with_a_tokio_main() {
+    let context = Context::default_from_env().unwrap();
+    let executor = context.create_tokio_executor();
+    let node = executor.create_node(unique("spin_async").as_str()).unwrap();
+    let topic = unique("spin_async_topic");
+    let (tick, done) = after_n_calls(20);
+    let _sub = node
+        .create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |_m: Int32| tick(),
+        )
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    let publishing = tokio::task::spawn_blocking(move || {
+        wait_matched(&publisher);
+        for data in 0..20 {
+            publisher.publish(Int32 { data }).unwrap();
+        }
+        publisher
+    });
+    let (executor, errors) = tokio::time::timeout(
+        Duration::from_secs(20),
+        executor.spin_async(SpinOptions::default().until_promise_resolved(done)),
+    )
+    .await
+    .expect("spin_async finished");
+    assert!(errors.is_empty(), "{errors:?}");
+    let _publisher = publishing.await.unwrap();
+    // The executor comes back and can spin again.
+    let (_executor, errors) = executor
+        .spin_async(SpinOptions::default().timeout(Duration::from_millis(10)))
+        .await;
+    assert_eq!(errors.len(), 1, "a timed spin reports Timeout");
+}
+
+#[test]
+fn callbacks_can_use_tokio_from_inside() {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context.create_tokio_executor();
+    let node = executor
+        .create_node(unique("tokio_inside").as_str())
+        .unwrap();
+    // A Tokio timer awaited inside an rclrs async task.
+    let slept = executor.commands().run(async {
+        let start = Instant::now();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        start.elapsed()
+    });
+    let (mut slept, notice) = executor.commands().create_notice(slept);
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(notice)
+            .timeout(Duration::from_secs(20)),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(slept.try_recv().unwrap().unwrap() >= Duration::from_millis(50));
+    drop(node);
+}
+
+#[test]
+fn it_runs_on_a_runtime_the_user_passes_in() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("users-runtime")
+        .enable_all()
+        .build()
+        .unwrap();
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context
+        .create_tokio_executor_with(
+            TokioExecutorOptions::new().runtime_handle(runtime.handle().clone()),
+        )
+        .unwrap();
+    let node = executor
+        .create_node(unique("user_runtime").as_str())
+        .unwrap();
+    let worker = node.create_worker::<Vec<String>>(Vec::new());
+    let topic = unique("user_runtime_topic");
+    let (tick, done) = after_n_calls(5);
+    let _sub = worker
+        .create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |threads: &mut Vec<String>, _m: Int32| {
+                threads.push(std::thread::current().name().unwrap_or("").to_string());
+                tick();
+            },
+        )
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    wait_matched(&publisher);
+    for data in 0..5 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(done)
+            .timeout(Duration::from_secs(20)),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let threads = worker.run(|threads: &mut Vec<String>| threads.clone());
+    let (mut threads, notice) = executor.commands().create_notice(threads);
+    executor.spin(SpinOptions::default().until_promise_resolved(notice));
+    let threads = threads.try_recv().unwrap().unwrap();
+    assert_eq!(threads.len(), 5);
+    assert!(threads.iter().all(|t| t == "users-runtime"), "{threads:?}");
+}
+
+#[test]
+fn a_panicking_callback_is_contained_and_its_worker_keeps_serving() {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context.create_tokio_executor();
+    let node = executor.create_node(unique("panic").as_str()).unwrap();
+    let worker = node.create_worker::<usize>(0);
+    let (bad_topic, good_topic) = (unique("panic_bad"), unique("panic_good"));
+    let _bad = worker
+        .create_subscription(
+            bad_topic.as_str().keep_last(100).reliable(),
+            |_: &mut usize, m: Int32| panic!("deliberate panic on message {}", m.data),
+        )
+        .unwrap();
+    let (tick, done) = after_n_calls(10);
+    let _good = worker
+        .create_subscription(
+            good_topic.as_str().keep_last(100).reliable(),
+            move |served: &mut usize, _m: Int32| {
+                *served += 1;
+                tick();
+            },
+        )
+        .unwrap();
+    let bad = node
+        .create_publisher::<Int32>(bad_topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    let good = node
+        .create_publisher::<Int32>(good_topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    wait_matched(&bad);
+    wait_matched(&good);
+    for data in 0..10 {
+        bad.publish(Int32 { data }).unwrap();
+        good.publish(Int32 { data }).unwrap();
+    }
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(done)
+            .timeout(Duration::from_secs(20)),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let served = worker.run(|served: &mut usize| *served);
+    let (mut served, notice) = executor.commands().create_notice(served);
+    executor.spin(SpinOptions::default().until_promise_resolved(notice));
+    assert_eq!(served.try_recv().unwrap(), Some(10));
+}
