@@ -20,8 +20,12 @@ test: build
 	@$(ENV) colcon test --return-code-on-test-failure --event-handlers console_direct+ ; rc=$$?; \
 	  $(ENV) colcon test-result --verbose; exit $$rc
 
+# BENCH_FLAGS=--full runs the full set; see benchmarks/harness/bench.py --help.
+BENCH_FLAGS ?= --quick
 bench: build
-	@$(ENV) source install/setup.bash && benchmarks/run_bench.sh
+	@$(ENV) . install/setup.sh && \
+	  install/rclrs_tokio_benchmarks/lib/rclrs_tokio_benchmarks/demo --seconds 1 && \
+	  python3 benchmarks/harness/bench.py $(BENCH_FLAGS)
 
 clean:
 	rm -rf build install log

@@ -2,6 +2,9 @@
 //! latency statistics, and a tiny `--key value` argument reader.
 #![warn(missing_docs)]
 
+mod ffi;
+pub mod raw_rcl;
+
 use std::collections::HashMap;
 
 /// `CLOCK_MONOTONIC` in nanoseconds. One clock for every process on the machine, so a

@@ -17,6 +17,8 @@
 //!   first poll so node-level callbacks do not spawn a task per message.
 //! - [`fallback_waiter`]: an rcl wait set, on its own thread, for primitives that have
 //!   no push path; it borrows the Worker's payload through the mailbox.
+//! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
+//!   task on exactly one of them, or a runtime the user hands in.
 //!
 //! # Life of a message
 //!
@@ -44,6 +46,7 @@ pub(crate) mod mailbox;
 pub(crate) mod shared;
 pub(crate) mod spin;
 pub(crate) mod spin_gate;
+pub(crate) mod threads;
 pub(crate) mod worker_task;
 
 use crate::options::TokioExecutorOptions;
@@ -52,6 +55,7 @@ use futures::future::BoxFuture;
 use rclrs::{ExecutorChannel, ExecutorRuntime, RclrsError, SpinConditions};
 use shared::ExecutorShared;
 use std::sync::Arc;
+use threads::Threads;
 
 /// The [`ExecutorRuntime`] behind [`CreateTokioExecutor`][crate::CreateTokioExecutor].
 ///
@@ -59,34 +63,19 @@ use std::sync::Arc;
 /// [`rclrs::Executor`]. It is public for composing with `Context::create_executor`.
 pub struct TokioExecutorRuntime {
     shared: Arc<ExecutorShared>,
-    /// Present when the executor owns its runtime.
-    owned: Option<tokio::runtime::Runtime>,
 }
 
 impl TokioExecutorRuntime {
-    /// Build the runtime described by `options`.
+    /// Start the threads described by `options` (or adopt the runtime it names).
     pub fn new(options: TokioExecutorOptions) -> Result<Self, TokioExecutorError> {
-        let (handle, owned) = match options.runtime_handle {
-            Some(handle) => (handle, None),
-            None => {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(options.worker_threads)
-                    .thread_name(options.thread_name)
-                    .enable_all()
-                    .build()
-                    .map_err(TokioExecutorError::RuntimeBuild)?;
-                (runtime.handle().clone(), Some(runtime))
-            }
+        let threads = match options.runtime_handle {
+            Some(handle) => Threads::external(handle),
+            None => Threads::start_pool(options.worker_threads, &options.thread_name)
+                .map_err(TokioExecutorError::RuntimeBuild)?,
         };
         Ok(Self {
-            shared: ExecutorShared::new(handle),
-            owned,
+            shared: ExecutorShared::new(threads),
         })
-    }
-
-    /// The handle of the Tokio runtime that runs this executor's callbacks and tasks.
-    pub fn handle(&self) -> &tokio::runtime::Handle {
-        &self.shared.handle
     }
 }
 
@@ -101,22 +90,28 @@ impl ExecutorRuntime for TokioExecutorRuntime {
         if tokio::runtime::Handle::try_current().is_ok() {
             return vec![crate::error::spin_inside_runtime()];
         }
-        let spin = spin::spin(Arc::clone(&self.shared), conditions);
-        match &self.owned {
-            Some(runtime) => runtime.block_on(spin),
-            None => self.shared.handle.block_on(spin),
-        }
+        let spinning = self
+            .shared
+            .threads
+            .spawn(spin::spin(Arc::clone(&self.shared), conditions));
+        futures::executor::block_on(spinning).unwrap_or_else(|join_error| {
+            rclrs::log_error!(
+                "rclrs_tokio_executor",
+                "the spin task ended abnormally: {join_error}"
+            );
+            Vec::new()
+        })
     }
 
     fn spin_async(
         self: Box<Self>,
         conditions: SpinConditions,
     ) -> BoxFuture<'static, (Box<dyn ExecutorRuntime>, Vec<RclrsError>)> {
-        // The spin future runs on our runtime (its timers need our time driver); the
+        // The spin future runs on our threads (its timers need our time driver); the
         // caller may await it from any executor.
         let spinning = self
             .shared
-            .handle
+            .threads
             .spawn(spin::spin(Arc::clone(&self.shared), conditions));
         Box::pin(async move {
             let errors = spinning.await.unwrap_or_else(|join_error| {
@@ -133,11 +128,9 @@ impl ExecutorRuntime for TokioExecutorRuntime {
 
 impl Drop for TokioExecutorRuntime {
     fn drop(&mut self) {
+        // Worker tasks tear their entities down (deregister, then drop) and end; then
+        // the pool's threads stop. Neither blocks, so dropping inside async code is fine.
         self.shared.shut_down();
-        if let Some(runtime) = self.owned.take() {
-            // Does not block, so dropping the executor inside async code is fine. The
-            // Worker tasks see the shutdown and tear their entities down.
-            runtime.shutdown_background();
-        }
+        self.shared.threads.stop();
     }
 }

@@ -371,9 +371,11 @@ def write_env(mode: str, distro: str, prefixes: list[Path], link_flags: list[str
         cmake_args.append("-DCMAKE_EXE_LINKER_FLAGS=" + " ".join(link_flags)
                           + " -Wl,--allow-shlib-undefined")
     src = str(ROOT / "src")
+    # One cargo profile for building, testing and benchmarking: release, so `make bench`
+    # measures optimised code and `make test` reuses the same artifacts.
     defaults = {
-        "build": {"base-paths": [src], "cmake-args": cmake_args},
-        "test": {"base-paths": [src]},
+        "build": {"base-paths": [src], "cmake-args": cmake_args, "cargo-args": ["--release"]},
+        "test": {"base-paths": [src], "cargo-args": ["--release"]},
         "list": {"base-paths": [src]},
         "graph": {"base-paths": [src]},
         "info": {"base-paths": [src]},

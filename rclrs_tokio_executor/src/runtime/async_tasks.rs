@@ -40,7 +40,7 @@ pub(crate) fn add_async_task(shared: &Arc<ExecutorShared>, task: BoxFuture<'stat
 /// Run `task` on the runtime, polling it only while the spin gate is open.
 pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'static, ()>) {
     let gated_shared = Arc::clone(shared);
-    shared.handle.spawn(async move {
+    shared.threads.spawn(async move {
         let shared = gated_shared;
         loop {
             shared.gate.opened().await;

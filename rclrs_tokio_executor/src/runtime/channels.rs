@@ -35,7 +35,8 @@ impl ExecutorChannel for TokioExecutorChannel {
             mailbox_rx,
             mailbox_tx.clone(),
         );
-        self.shared.handle.spawn(task.run());
+        self.shared.add_worker(control_tx.clone());
+        self.shared.threads.spawn_worker(task.run());
         Arc::new(TokioWorkerChannel {
             shared: Arc::clone(&self.shared),
             control: control_tx,

@@ -1,59 +1,54 @@
 //! State every part of one executor shares: the spin gate, the runtime handle, and the
 //! signals `spin()` and the Worker tasks wait on.
 
-use crate::runtime::spin_gate::SpinGate;
+use crate::runtime::{spin_gate::SpinGate, threads::Threads, worker_task::Control};
 use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc,
 };
-use tokio::{runtime::Handle, sync::Notify};
+use tokio::sync::Notify;
 
 pub(crate) struct ExecutorShared {
     pub(crate) gate: SpinGate,
     /// Where Worker tasks, async tasks and the spin future run.
-    pub(crate) handle: Handle,
+    pub(crate) threads: Threads,
     /// Mailbox items waiting in all Workers' mailboxes.
     pub(crate) queued: Arc<AtomicUsize>,
     /// `halt_spinning` and context checks: wakes the spin future.
     pub(crate) wake_spin: Notify,
     shutdown: AtomicBool,
-    shutdown_notify: Notify,
+    /// Control channels of the Worker tasks, to tell them to tear down.
+    workers: std::sync::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<Control>>>,
 }
 
 impl ExecutorShared {
-    pub(crate) fn new(handle: Handle) -> Arc<Self> {
+    pub(crate) fn new(threads: Threads) -> Arc<Self> {
         Arc::new(Self {
             gate: SpinGate::default(),
-            handle,
+            threads,
             queued: Arc::default(),
             wake_spin: Notify::new(),
             shutdown: AtomicBool::new(false),
-            shutdown_notify: Notify::new(),
+            workers: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// Remember a Worker task's control channel for [`Self::shut_down`].
+    pub(crate) fn add_worker(&self, control: tokio::sync::mpsc::UnboundedSender<Control>) {
+        self.workers.lock().unwrap().push(control);
     }
 
     /// Tell the Worker tasks to tear down (the executor is being dropped).
     pub(crate) fn shut_down(&self) {
         self.shutdown.store(true, Ordering::SeqCst);
-        self.shutdown_notify.notify_waiters();
+        for worker in self.workers.lock().unwrap().drain(..) {
+            let _ = worker.send(Control::Shutdown);
+        }
         // A spin in progress on another task stops too.
         self.wake_spin.notify_waiters();
     }
 
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shutdown.load(Ordering::SeqCst)
-    }
-
-    /// Resolves once [`Self::shut_down`] was called.
-    pub(crate) async fn shutdown_requested(&self) {
-        loop {
-            let notified = self.shutdown_notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.is_shut_down() {
-                return;
-            }
-            notified.await;
-        }
     }
 }

@@ -27,6 +27,9 @@ pub(crate) struct SpinGate {
     /// Units of work (a mailbox item, an async task poll) finished since creation.
     /// `spin_once` waits for it to move.
     work_done: AtomicU64,
+    /// How many `worked_since` futures are waiting; work is announced only then, so the
+    /// hot path takes no lock when nobody is spinning once.
+    work_watchers: AtomicUsize,
     opened: Notify,
     drained: Notify,
     worked: Notify,
@@ -67,7 +70,9 @@ impl SpinGate {
     fn exit(&self, worked: bool) {
         if worked {
             self.work_done.fetch_add(1, SeqCst);
-            self.worked.notify_waiters();
+            if self.work_watchers.load(SeqCst) > 0 {
+                self.worked.notify_waiters();
+            }
         }
         if self.in_flight.fetch_sub(1, SeqCst) == 1 && !self.open.load(SeqCst) {
             self.drained.notify_waiters();
@@ -107,6 +112,16 @@ impl SpinGate {
 
     /// Resolves once more than `seen` units of work have finished.
     pub(crate) async fn worked_since(&self, seen: u64) {
+        struct Watching<'a>(&'a AtomicUsize);
+        impl Drop for Watching<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, SeqCst);
+            }
+        }
+        // Registered before checking `work_done`: a worker that finishes after our check
+        // sees the watcher and notifies (both sides are SeqCst).
+        self.work_watchers.fetch_add(1, SeqCst);
+        let _watching = Watching(&self.work_watchers);
         loop {
             let notified = self.worked.notified();
             tokio::pin!(notified);

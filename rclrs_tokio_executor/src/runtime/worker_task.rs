@@ -44,6 +44,8 @@ pub(crate) enum Control {
     /// An rclrs guard condition fired where only the fallback waiter sees it: an entity
     /// may have been dropped.
     Sweep,
+    /// The executor is being dropped: tear down and end the task.
+    Shutdown,
 }
 
 pub(crate) struct WorkerTask {
@@ -97,13 +99,17 @@ impl WorkerTask {
         let shared = Arc::clone(&self.shared);
         loop {
             while let Ok(control) = self.control.try_recv() {
-                self.handle_control(control);
+                if self.handle_control(control) {
+                    return;
+                }
             }
             if !shared.gate.is_open() {
                 tokio::select! {
                     biased;
-                    _ = shared.shutdown_requested() => return,
-                    Some(control) = self.control.recv() => self.handle_control(control),
+                    control = self.control.recv() => match control {
+                        Some(control) => if self.handle_control(control) { return },
+                        None => return,
+                    },
                     _ = shared.gate.opened() => {}
                 }
                 continue;
@@ -112,9 +118,11 @@ impl WorkerTask {
                 Some(item) => item,
                 None => tokio::select! {
                     biased;
-                    _ = shared.shutdown_requested() => return,
-                    Some(control) = self.control.recv() => {
-                        self.handle_control(control);
+                    control = self.control.recv() => {
+                        match control {
+                            Some(control) => if self.handle_control(control) { return },
+                            None => return,
+                        }
                         continue;
                     }
                     item = self.mailbox.recv() => match item {
@@ -280,12 +288,15 @@ impl WorkerTask {
         });
     }
 
-    fn handle_control(&mut self, control: Control) {
+    /// Returns true when the task must end.
+    fn handle_control(&mut self, control: Control) -> bool {
         match control {
             Control::Add(waitable) => self.add(waitable),
             Control::Listen(listener) => self.listeners.push(listener),
             Control::Sweep => self.sweep(),
+            Control::Shutdown => return true,
         }
+        false
     }
 
     /// Register a new entity for push, or hand it to the fallback waiter.

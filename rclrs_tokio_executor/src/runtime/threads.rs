@@ -1,0 +1,130 @@
+//! Where the executor's tasks run: its own pool of single-threaded Tokio runtimes (the
+//! default), or a Tokio runtime the user hands in.
+//!
+//! # Why a pool of current-thread runtimes
+//!
+//! A Worker's callbacks never run in parallel with each other, so a Worker task gains
+//! nothing from Tokio's work stealing, while stealing has a price for an event-driven
+//! executor: when every thread of a multi-thread runtime is idle, each wake-up from a
+//! middleware thread unparks one thread to run the task, and that thread, finding work
+//! while it was the last one searching, unparks another to keep searching. At a steady
+//! 10 kHz that doubled the executor's CPU (both threads woke for every message).
+//!
+//! So each Worker task is placed on one of `n` threads, each running a current-thread
+//! Tokio runtime with I/O and timers enabled: a wake-up unparks exactly the thread that
+//! owns the task. Workers are spread over the threads (fewest Workers first), so
+//! different Workers still run in parallel; async tasks go round-robin. Callbacks run
+//! inside a Tokio runtime context, so `tokio::spawn`, timers and I/O work there.
+//! Users who prefer work stealing pass a multi-thread runtime's handle instead.
+
+use std::future::Future;
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Mutex,
+};
+use tokio::{runtime::Handle, sync::oneshot, task::JoinHandle};
+
+/// One thread running a current-thread runtime until the pool shuts down.
+pub(crate) struct PoolThread {
+    handle: Handle,
+    workers: AtomicUsize,
+}
+
+pub(crate) enum Threads {
+    /// The executor's own threads.
+    Pool {
+        threads: Vec<PoolThread>,
+        next_task: AtomicUsize,
+        stop: Mutex<Vec<oneshot::Sender<()>>>,
+    },
+    /// A runtime the user passed in; Tokio decides where tasks run.
+    External(Handle),
+}
+
+impl Threads {
+    /// Start `count` threads named `name`.
+    pub(crate) fn start_pool(count: usize, name: &str) -> std::io::Result<Self> {
+        let mut threads = Vec::with_capacity(count);
+        let mut stop = Vec::with_capacity(count);
+        for index in 0..count.max(1) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let handle = runtime.handle().clone();
+            let (stop_tx, stop_rx) = oneshot::channel::<()>();
+            std::thread::Builder::new()
+                .name(format!("{name}-{index}"))
+                .spawn(move || {
+                    // Runs the thread's tasks until the pool stops; dropping the runtime
+                    // here, on its own thread, drops (tears down) the tasks still on it.
+                    runtime.block_on(async move {
+                        let _ = stop_rx.await;
+                    });
+                })?;
+            threads.push(PoolThread {
+                handle,
+                workers: AtomicUsize::new(0),
+            });
+            stop.push(stop_tx);
+        }
+        Ok(Self::Pool {
+            threads,
+            next_task: AtomicUsize::new(0),
+            stop: Mutex::new(stop),
+        })
+    }
+
+    pub(crate) fn external(handle: Handle) -> Self {
+        Self::External(handle)
+    }
+
+    /// Spawn a Worker task: on the pool thread with the fewest Workers.
+    pub(crate) fn spawn_worker<F>(&self, task: F) -> JoinHandle<()>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        match self {
+            Self::Pool { threads, .. } => {
+                let thread = threads
+                    .iter()
+                    .min_by_key(|t| t.workers.load(Ordering::Relaxed))
+                    .expect("a pool has at least one thread");
+                thread.workers.fetch_add(1, Ordering::Relaxed);
+                thread.handle.spawn(task)
+            }
+            Self::External(handle) => handle.spawn(task),
+        }
+    }
+
+    /// Spawn an async task: on the current pool thread when called from one (it is
+    /// already running, so no other thread wakes), otherwise round-robin.
+    pub(crate) fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match self {
+            Self::Pool {
+                threads, next_task, ..
+            } => {
+                if let Ok(current) = Handle::try_current() {
+                    if threads.iter().any(|t| t.handle.id() == current.id()) {
+                        return current.spawn(task);
+                    }
+                }
+                let index = next_task.fetch_add(1, Ordering::Relaxed) % threads.len();
+                threads[index].handle.spawn(task)
+            }
+            Self::External(handle) => handle.spawn(task),
+        }
+    }
+
+    /// Stop the pool's threads; their runtimes drop the tasks still on them.
+    pub(crate) fn stop(&self) {
+        if let Self::Pool { stop, .. } = self {
+            for sender in stop.lock().unwrap().drain(..) {
+                let _ = sender.send(());
+            }
+        }
+    }
+}
