@@ -6,8 +6,9 @@
 
 use futures::future::BoxFuture;
 use rclrs::{
-    Context, ExecutorChannel, ExecutorRuntime, ExecutorWorkerOptions, PayloadTask, RclPrimitiveKind, RclReturnCode, RclrsError,
-    SpinConditions, WaitSet, Waitable, WeakActivityListener, WorkerChannel,
+    Context, ExecutorChannel, ExecutorRuntime, ExecutorWorkerOptions, PayloadTask,
+    RclPrimitiveKind, RclReturnCode, RclrsError, SpinConditions, WaitSet, Waitable,
+    WeakActivityListener, WorkerChannel,
 };
 use std::any::Any;
 use std::sync::{

@@ -95,7 +95,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "raw_rcl" => context.create_executor(capture.clone()),
         other => return Err(format!("--executor {other} is not a Rust executor").into()),
     };
-    let node = executor.create_node(format!("bench_{executor_name}_{}", std::process::id()).as_str())?;
+    let node =
+        executor.create_node(format!("bench_{executor_name}_{}", std::process::id()).as_str())?;
     let qos = || {
         let options = topic.as_str().keep_last(depth);
         if reliable {
@@ -118,9 +119,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             as Box<dyn std::any::Any>
     } else {
         let stats = Arc::clone(&stats);
-        Box::new(worker.create_subscription(qos(), move |_: &mut (), m: BenchMessage| {
-            stats.on_message(&m)
-        })?) as Box<dyn std::any::Any>
+        Box::new(
+            worker.create_subscription(qos(), move |_: &mut (), m: BenchMessage| {
+                stats.on_message(&m)
+            })?,
+        ) as Box<dyn std::any::Any>
     };
     let publisher = node.create_publisher::<BenchMessage>(qos())?;
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -135,7 +138,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let stop = Arc::new(AtomicBool::new(false));
     let (stop_tx, stop_rx) = futures::channel::oneshot::channel::<()>();
     let mut stop_promise = Some(stop_rx);
-    let spinning: std::thread::JoinHandle<Result<Executor, String>> = if executor_name == "raw_rcl" {
+    let spinning: std::thread::JoinHandle<Result<Executor, String>> = if executor_name == "raw_rcl"
+    {
         let captured = capture
             .take_last_worker()
             .ok_or("the raw loop found no Worker")?;
@@ -223,7 +227,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let publisher_cpu = (last.publisher_cpu_ns - first.publisher_cpu_ns) as f64 / 1e9;
     let lat = stats.latencies.lock().unwrap();
     let dropped = total_sent.saturating_sub(total_received);
-    let q = |p: f64| lat.quantile_us(p).map_or("null".to_string(), |v| format!("{v:.1}"));
+    let q = |p: f64| {
+        lat.quantile_us(p)
+            .map_or("null".to_string(), |v| format!("{v:.1}"))
+    };
     println!(
         "{{\"executor\": \"{executor_name}\", \"payload\": {payload}, \"reliable\": {reliable}, \
          \"depth\": {depth}, \"rate_hz\": {rate_hz}, \"window_s\": {wall_s:.3}, \
