@@ -266,7 +266,7 @@ def generate_interfaces(prefixes: list[Path], env: dict[str, str]) -> None:
         if (share / "rust" / "Cargo.toml").exists() and not share.is_relative_to(STATE):
             continue
         todo.append((pkg, share))
-    key = digest(generator, "\n".join(f"{p}={s}" for p, s in todo))
+    key = digest(generator, Path(__file__), "\n".join(f"{p}={s}" for p, s in todo))
     if stamp_ok("interfaces", key):
         return
     log(f"generating Rust interface crates for {len(todo)} packages")
@@ -297,7 +297,7 @@ def prepare_rclrs(env: dict[str, str]) -> Path:
     """
     patches = sorted(RCLRS_PATCHES.glob("*.patch"))
     crate_dir = RCLRS_PREFIX / "share" / "rclrs" / "rust"
-    key = digest(*(patches or [b"none"]), RCLRS_VERSION)
+    key = digest(*(patches or [b"none"]), Path(__file__), RCLRS_VERSION)
     if not (stamp_ok("rclrs", key) and (crate_dir / "Cargo.toml").exists()):
         with tempfile.TemporaryDirectory(prefix="rclrs-fetch-") as tmp:
             tmpdir = Path(tmp)
