@@ -1,15 +1,18 @@
 //! Every `unsafe` operation of this crate, each with the invariant it relies on.
 //!
-//! Two kinds live here:
+//! Three kinds live here:
 //! - running an rclrs primitive (`RclPrimitive::execute` is `unsafe` because the payload's
 //!   type must match the one the primitive was created for);
-//! - a few read-only rcl queries on entity handles, declared here by hand because rclrs
-//!   keeps its rcl bindings private. The handle types cannot be named from outside
-//!   rclrs, so they are passed as `*const c_void`; the functions only read them.
+//! - a few rcl calls on entity handles, declared here by hand because rclrs keeps its rcl
+//!   bindings private. The handle types cannot be named from outside rclrs, so they are
+//!   passed as `*const c_void`: name queries, and the timer functions the timer
+//!   scheduler needs (rcl documents them as thread-safe: they use atomics);
+//! - the scheduler thread's timer slack (`prctl`).
 
 use rclrs::{RclPrimitive, RclPrimitiveHandle, RclrsError, ReadyKind, Waitable};
 use std::any::Any;
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_int, c_ulong, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Run `waitable`'s primitive once with the payload of the Worker that owns it.
 ///
@@ -52,6 +55,15 @@ pub(crate) fn execute_guard_condition(
 }
 
 extern "C" {
+    fn rcl_timer_get_time_until_next_call(timer: *const c_void, out: *mut i64) -> i32;
+    fn rcl_timer_get_next_call_time(timer: *const c_void, out: *mut i64) -> i32;
+    fn rcl_timer_get_period(timer: *const c_void, out: *mut i64) -> i32;
+    fn rcl_timer_set_on_reset_callback(
+        timer: *const c_void,
+        callback: Option<unsafe extern "C" fn(*const c_void, usize)>,
+        user_data: *const c_void,
+    ) -> i32;
+    fn prctl(option: c_int, arg2: c_ulong, ...) -> c_int;
     fn rcl_subscription_get_topic_name(subscription: *const c_void) -> *const c_char;
     fn rcl_service_get_service_name(service: *const c_void) -> *const c_char;
     fn rcl_client_get_service_name(client: *const c_void) -> *const c_char;
@@ -93,4 +105,145 @@ pub(crate) fn entity_name(primitive: &dyn RclPrimitive) -> String {
         RclPrimitiveHandle::ActionServer(_) => String::from("<action server>"),
         RclPrimitiveHandle::ActionClient(_) => String::from("<action client>"),
     }
+}
+
+/// The address of a timer primitive's `rcl_timer_t`, for the timer scheduler.
+///
+/// The address stays valid while the primitive (held by its Worker's entity) lives; the
+/// timer scheduler forgets it before the entity drops the primitive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RclTimer(*const c_void);
+
+// SAFETY: the pointer is only passed to rcl's timer functions, which rcl documents as
+// thread-safe (the timer's state is atomic), and only while the timer is alive (above).
+unsafe impl Send for RclTimer {}
+// SAFETY: as above; `&RclTimer` only hands out the same thread-safe calls.
+unsafe impl Sync for RclTimer {}
+
+/// What `rcl_timer_get_time_until_next_call` says.
+pub(crate) enum TimerDue {
+    /// Nanoseconds until the next call; zero or negative means it is due now.
+    In(i64),
+    /// The timer is cancelled: it waits for a reset.
+    Cancelled,
+}
+
+impl RclTimer {
+    /// The timer of a timer primitive, `None` for other primitives.
+    pub(crate) fn of(primitive: &dyn RclPrimitive) -> Option<Self> {
+        match primitive.handle() {
+            RclPrimitiveHandle::Timer(guard) => Some(Self(&*guard as *const _ as *const c_void)),
+            _ => None,
+        }
+    }
+
+    /// Time until the next call, on the timer's own clock (ROS time under sim time).
+    pub(crate) fn due(&self) -> TimerDue {
+        const RCL_RET_TIMER_CANCELED: i32 = 801;
+        let mut ns = 0i64;
+        // SAFETY: `self.0` is a live rcl_timer_t (see the type's invariant), and the
+        // function reads it atomically; `ns` is a valid out pointer.
+        let ret = unsafe { rcl_timer_get_time_until_next_call(self.0, &mut ns) };
+        match ret {
+            0 => TimerDue::In(ns),
+            RCL_RET_TIMER_CANCELED => TimerDue::Cancelled,
+            // An invalid timer (being finalized): treat as cancelled, it is about to go.
+            _ => TimerDue::Cancelled,
+        }
+    }
+
+    /// When the next call is due, in the timer clock's nanoseconds (changes when the
+    /// timer is called or reset); `None` if rcl refuses (timer being finalized).
+    pub(crate) fn next_call_time(&self) -> Option<i64> {
+        let mut t = 0i64;
+        // SAFETY: live rcl_timer_t (type invariant), atomic read; valid out pointer.
+        (unsafe { rcl_timer_get_next_call_time(self.0, &mut t) } == 0).then_some(t)
+    }
+
+    /// The timer's period in nanoseconds.
+    pub(crate) fn period(&self) -> Option<i64> {
+        let mut p = 0i64;
+        // SAFETY: live rcl_timer_t (type invariant), atomic read; valid out pointer.
+        (unsafe { rcl_timer_get_period(self.0, &mut p) } == 0).then_some(p)
+    }
+
+    /// Call `on_reset` whenever `primitive`'s timer is reset (`rcl_timer_reset`).
+    /// Returns the registration, which must be cleared with [`RclTimer::clear_on_reset`]
+    /// before the timer is finalized and before the registration is dropped.
+    pub(crate) fn set_on_reset(
+        primitive: &dyn RclPrimitive,
+        on_reset: Box<OnReset>,
+    ) -> Option<ResetRegistration> {
+        let RclPrimitiveHandle::Timer(guard) = primitive.handle() else {
+            return None;
+        };
+        let context = Box::into_raw(Box::new(on_reset));
+        // SAFETY: the timer is alive and locked by `guard` (rclrs resets timers under the
+        // same lock, so no reset races with the registration); `context` stays allocated
+        // until the registration is dropped, which happens only after `clear_on_reset`
+        // (the caller's contract). rcl may call the trampoline from here for pending
+        // resets; it takes no lock.
+        unsafe {
+            rcl_timer_set_on_reset_callback(
+                &*guard as *const _ as *const c_void,
+                Some(on_reset_trampoline),
+                context as *const c_void,
+            );
+        }
+        Some(ResetRegistration(context))
+    }
+
+    /// Stop calling the reset callback of `primitive`'s timer. Once this returns, rcl
+    /// no longer uses the registration's context.
+    pub(crate) fn clear_on_reset(primitive: &dyn RclPrimitive) {
+        if let RclPrimitiveHandle::Timer(guard) = primitive.handle() {
+            // SAFETY: the timer is alive and locked by `guard`; rclrs calls
+            // `rcl_timer_reset` (which runs the callback) only under this lock, so no
+            // callback is running while we clear it. Null callback and data clear it.
+            unsafe {
+                rcl_timer_set_on_reset_callback(
+                    &*guard as *const _ as *const c_void,
+                    None,
+                    std::ptr::null(),
+                );
+            }
+        }
+    }
+}
+
+/// What a timer's reset callback runs: cheap, non-blocking (it runs inside
+/// `rcl_timer_reset`, with rclrs's timer lock held).
+pub(crate) type OnReset = dyn Fn() + Send + Sync;
+
+/// Owns the context given to rcl as the reset callback's `user_data`.
+pub(crate) struct ResetRegistration(*mut Box<OnReset>);
+
+// SAFETY: the context is a Box of a Send + Sync closure, freed only in Drop.
+unsafe impl Send for ResetRegistration {}
+
+impl Drop for ResetRegistration {
+    fn drop(&mut self) {
+        // SAFETY: made by Box::into_raw in set_on_reset, dropped once, and (by the contract
+        // of set_on_reset) rcl stopped using it when the callback was cleared.
+        drop(unsafe { Box::from_raw(self.0) });
+    }
+}
+
+unsafe extern "C" fn on_reset_trampoline(user_data: *const c_void, _count: usize) {
+    if user_data.is_null() {
+        return;
+    }
+    // SAFETY: `user_data` is the context of a live ResetRegistration (it is freed only
+    // after the callback was cleared).
+    let on_reset = unsafe { &*(user_data as *const Box<OnReset>) };
+    // A panic must not unwind into C.
+    let _ = catch_unwind(AssertUnwindSafe(|| on_reset()));
+}
+
+/// Let the calling thread's timed waits end within a nanosecond of their deadline
+/// instead of Linux's default 50 µs slack. Best effort: returns false if refused.
+pub(crate) fn set_precise_timer_slack() -> bool {
+    const PR_SET_TIMERSLACK: c_int = 29;
+    // SAFETY: PR_SET_TIMERSLACK takes one unsigned long and only affects this thread.
+    unsafe { prctl(PR_SET_TIMERSLACK, 1) == 0 }
 }

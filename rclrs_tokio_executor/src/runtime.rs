@@ -17,6 +17,8 @@
 //!   first poll so node-level callbacks do not spawn a task per message.
 //! - [`fallback_waiter`]: an rcl wait set, on its own thread, for primitives that have
 //!   no push path; it borrows the Worker's payload through the mailbox.
+//! - [`timer_scheduler`]: one thread that watches every timer's deadline (wall clock, or
+//!   ROS time moved by `/clock`) and delivers ticks into Worker mailboxes.
 //! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
 //!   task on exactly one of them, or a runtime the user hands in.
 //!
@@ -47,6 +49,7 @@ pub(crate) mod shared;
 pub(crate) mod spin;
 pub(crate) mod spin_gate;
 pub(crate) mod threads;
+pub(crate) mod timer_scheduler;
 pub(crate) mod worker_task;
 
 use crate::options::TokioExecutorOptions;

@@ -28,7 +28,7 @@ impl ExecutorChannel for TokioExecutorChannel {
         let task = WorkerTask::new(
             Arc::clone(&self.shared),
             options.context,
-            options.guard_condition,
+            Some(options.guard_condition),
             options.payload,
             control_rx,
             control_tx.clone(),

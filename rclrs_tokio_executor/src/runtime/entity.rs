@@ -15,8 +15,9 @@
 //! the first `TAKE_FAILED`: nothing that rmw still holds is skipped, and nothing is
 //! taken twice.
 
-use crate::ffi;
+use crate::ffi::{self, RclTimer, ResetRegistration};
 use crate::runtime::mailbox::{MailItem, MailboxSender};
+use crate::runtime::timer_scheduler::TimerScheduler;
 use rclrs::{OnReadyCallback, OnReadyHandle, RclPrimitiveKind, ReadyKind, Waitable};
 use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
@@ -33,9 +34,22 @@ pub(crate) struct Entity {
     queued: AtomicBool,
     /// Set after a callback panicked, so the log says it once.
     pub(crate) panicked: AtomicBool,
-    /// Taken out (and so dropped) on teardown, after `registration`.
+    /// Taken out (and so dropped) on teardown, after `registration` and `timer`.
     pub(crate) waitable: Mutex<Option<Waitable>>,
     registration: Mutex<Option<OnReadyHandle>>,
+    /// For timers: the scheduler's hold on the timer.
+    timer: Mutex<Option<TimerParts>>,
+}
+
+/// What a timer entity registers besides itself. The registrations are only held for
+/// their `Drop` (which frees their callback contexts), after `Entity::stop_timer` has
+/// cleared them in rcl.
+pub(crate) struct TimerParts {
+    pub(crate) scheduler: Arc<TimerScheduler>,
+    #[allow(dead_code)]
+    pub(crate) reset: Option<ResetRegistration>,
+    #[allow(dead_code)]
+    pub(crate) jump: Option<rclrs::JumpCallbackHandle>,
 }
 
 impl Entity {
@@ -49,6 +63,7 @@ impl Entity {
             panicked: AtomicBool::new(false),
             waitable: Mutex::new(Some(waitable)),
             registration: Mutex::new(None),
+            timer: Mutex::new(None),
         })
     }
 
@@ -118,8 +133,27 @@ impl Entity {
     pub(crate) fn teardown(&self) {
         let registration = self.registration.lock().unwrap().take();
         drop(registration);
+        self.stop_timer();
         let waitable = self.waitable.lock().unwrap().take();
         drop(waitable);
+    }
+
+    /// Attach the timer scheduler's parts to a timer entity.
+    pub(crate) fn set_timer_parts(&self, parts: TimerParts) {
+        *self.timer.lock().unwrap() = Some(parts);
+    }
+
+    /// For a timer: leave the scheduler (which then no longer reads the rcl timer), clear
+    /// the reset callback (under the timer's lock), then free the callback contexts.
+    fn stop_timer(&self) {
+        let Some(parts) = self.timer.lock().unwrap().take() else {
+            return;
+        };
+        parts.scheduler.remove(self);
+        if let Some(waitable) = self.waitable.lock().unwrap().as_ref() {
+            RclTimer::clear_on_reset(waitable.primitive());
+        }
+        drop(parts);
     }
 
     /// Take the Waitable out of a push entity, deregistering first (used when moving a
@@ -127,6 +161,7 @@ impl Entity {
     pub(crate) fn into_waitable(&self) -> Option<Waitable> {
         let registration = self.registration.lock().unwrap().take();
         drop(registration);
+        self.stop_timer();
         self.waitable.lock().unwrap().take()
     }
 }

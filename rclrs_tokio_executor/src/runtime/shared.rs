@@ -1,7 +1,9 @@
 //! State every part of one executor shares: the spin gate, the runtime handle, and the
 //! signals `spin()` and the Worker tasks wait on.
 
-use crate::runtime::{spin_gate::SpinGate, threads::Threads, worker_task::Control};
+use crate::runtime::{
+    spin_gate::SpinGate, threads::Threads, timer_scheduler::TimerScheduler, worker_task::Control,
+};
 use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc,
@@ -12,6 +14,8 @@ pub(crate) struct ExecutorShared {
     pub(crate) gate: SpinGate,
     /// Where Worker tasks, async tasks and the spin future run.
     pub(crate) threads: Threads,
+    /// Delivers timer ticks into Worker mailboxes.
+    pub(crate) timers: Arc<TimerScheduler>,
     /// Mailbox items waiting in all Workers' mailboxes.
     pub(crate) queued: Arc<AtomicUsize>,
     /// `halt_spinning` and context checks: wakes the spin future.
@@ -19,6 +23,8 @@ pub(crate) struct ExecutorShared {
     shutdown: AtomicBool,
     /// Control channels of the Worker tasks, to tell them to tear down.
     workers: std::sync::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<Control>>>,
+    /// The clock task's control channel, once a `/clock` subscription appeared.
+    clock_task: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Control>>,
 }
 
 impl ExecutorShared {
@@ -26,11 +32,43 @@ impl ExecutorShared {
         Arc::new(Self {
             gate: SpinGate::default(),
             threads,
+            timers: TimerScheduler::new(),
             queued: Arc::default(),
             wake_spin: Notify::new(),
             shutdown: AtomicBool::new(false),
             workers: std::sync::Mutex::new(Vec::new()),
+            clock_task: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The clock task: a Worker task of its own, with the `()` payload of node-level
+    /// primitives, that serves rclrs's `/clock` subscriptions whether or not the
+    /// executor is spinning (like rclcpp's dedicated clock thread), so ROS time never
+    /// waits for a busy Worker.
+    pub(crate) fn clock_task(
+        self: &Arc<Self>,
+        context: &rclrs::Context,
+    ) -> tokio::sync::mpsc::UnboundedSender<Control> {
+        self.clock_task
+            .get_or_init(|| {
+                let (control_tx, control_rx) = tokio::sync::mpsc::unbounded_channel();
+                let (mailbox_tx, mailbox_rx) =
+                    crate::runtime::mailbox::mailbox(Arc::clone(&self.queued));
+                let task = crate::runtime::worker_task::WorkerTask::new(
+                    Arc::clone(self),
+                    context.clone(),
+                    None,
+                    Box::new(()),
+                    control_rx,
+                    control_tx.clone(),
+                    mailbox_rx,
+                    mailbox_tx,
+                );
+                self.add_worker(control_tx.clone());
+                self.threads.spawn_worker(task.run());
+                control_tx
+            })
+            .clone()
     }
 
     /// Remember a Worker task's control channel for [`Self::shut_down`].
@@ -44,6 +82,7 @@ impl ExecutorShared {
         for worker in self.workers.lock().unwrap().drain(..) {
             let _ = worker.send(Control::Shutdown);
         }
+        self.timers.stop();
         // A spin in progress on another task stops too.
         self.wake_spin.notify_waiters();
     }

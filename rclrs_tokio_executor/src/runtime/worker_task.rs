@@ -15,21 +15,24 @@
 //! down) tears them down: the mailbox is drained first, then every entity deregisters
 //! its push callback before its Waitable is dropped.
 
-use crate::ffi;
+use crate::ffi::{self, RclTimer};
 use crate::runtime::{
     async_tasks::{log_panic, InlineScope},
-    entity::Entity,
+    entity::{Entity, TimerParts},
     fallback_waiter::FallbackWaiter,
     mailbox::{LentPayload, MailItem, MailboxReceiver, MailboxSender},
     shared::ExecutorShared,
 };
 use rclrs::{
-    log_error, ActivityListenerCallback, Context, GuardCondition, RclPrimitiveKind, ReadyKind,
-    Waitable, WeakActivityListener,
+    log_error, ActivityListenerCallback, ClockChange, ClockJump, ClockType, Context,
+    GuardCondition, JumpThreshold, RclPrimitiveKind, ReadyKind, Waitable, WeakActivityListener,
 };
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{atomic::Ordering, Arc};
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
 use tokio::sync::{mpsc, oneshot};
 
 /// How many mailbox items a Worker runs before yielding to other tasks, and how many
@@ -58,7 +61,11 @@ pub(crate) enum Control {
 pub(crate) struct WorkerTask {
     shared: Arc<ExecutorShared>,
     context: Context,
-    guard_condition: Arc<GuardCondition>,
+    /// The rclrs Worker's guard condition; `None` for the executor's clock task.
+    guard_condition: Option<Arc<GuardCondition>>,
+    /// Callbacks wait for the spin gate; false only for the clock task (see
+    /// `ExecutorShared::clock_task`), which keeps ROS time moving between spins.
+    gated: bool,
     control: mpsc::UnboundedReceiver<Control>,
     control_tx: mpsc::UnboundedSender<Control>,
     mailbox: MailboxReceiver,
@@ -80,7 +87,7 @@ impl WorkerTask {
     pub(crate) fn new(
         shared: Arc<ExecutorShared>,
         context: Context,
-        guard_condition: Arc<GuardCondition>,
+        guard_condition: Option<Arc<GuardCondition>>,
         payload: Box<dyn Any + Send>,
         control: mpsc::UnboundedReceiver<Control>,
         control_tx: mpsc::UnboundedSender<Control>,
@@ -90,6 +97,7 @@ impl WorkerTask {
         Self {
             shared,
             context,
+            gated: guard_condition.is_some(),
             guard_condition,
             control,
             control_tx,
@@ -113,7 +121,7 @@ impl WorkerTask {
                     return;
                 }
             }
-            if !shared.gate.is_open() {
+            if self.gated && !shared.gate.is_open() {
                 tokio::select! {
                     biased;
                     control = self.control.recv() => match control {
@@ -174,13 +182,20 @@ impl WorkerTask {
         let mut next = Some(first);
         let mut ran = 0;
         while let Some(item) = next.take() {
-            let Some(flight) = shared.gate.try_enter() else {
-                self.stash = Some(item);
-                break;
+            let flight = if self.gated {
+                let Some(flight) = shared.gate.try_enter() else {
+                    self.stash = Some(item);
+                    break;
+                };
+                Some(flight)
+            } else {
+                None
             };
             if self.process(item).await {
                 self.listeners_due = true;
-                flight.finish_with_work();
+                if let Some(flight) = flight {
+                    flight.finish_with_work();
+                }
             } else {
                 drop(flight);
             }
@@ -262,6 +277,9 @@ impl WorkerTask {
         let Some(payload) = self.payload.as_deref_mut() else {
             return false;
         };
+        // A timer tick runs the timer once (rclrs checks it is still due).
+        let is_timer = entity.kind == RclPrimitiveKind::Timer;
+        let claimed = if is_timer { claimed.min(1) } else { claimed };
         let mut ran = 0;
         while ran < claimed {
             if ran == ENTITY_BUDGET {
@@ -291,6 +309,10 @@ impl WorkerTask {
                 break;
             }
             ran += 1;
+        }
+        drop(guard);
+        if is_timer {
+            self.shared.timers.ran_tick(entity);
         }
         ran > 0
     }
@@ -340,6 +362,10 @@ impl WorkerTask {
         );
         // Once a fallback waiter exists, guard conditions wake it instead, so it sees
         // new entities and dropped ones.
+        if kind == RclPrimitiveKind::Timer {
+            self.add_timer(waitable);
+            return;
+        }
         let to_fallback =
             !push_capable || (kind == RclPrimitiveKind::GuardCondition && self.fallback.is_some());
         if to_fallback {
@@ -347,6 +373,19 @@ impl WorkerTask {
             return;
         }
         let entity = Entity::new(waitable);
+        if kind == RclPrimitiveKind::Subscription && entity.name == "/clock" && self.gated {
+            // rclrs's time source subscribes to /clock on the node Worker (payload `()`).
+            // Serve it on the clock task instead, so a Worker blocked in a long callback
+            // cannot stop ROS time for everyone else.
+            let unit_payload = self.payload.as_ref().is_some_and(|p| (**p).is::<()>());
+            if unit_payload {
+                if let Some(waitable) = entity.into_waitable() {
+                    let clock_task = self.shared.clock_task(&self.context);
+                    let _ = clock_task.send(Control::Add(waitable));
+                }
+                return;
+            }
+        }
         // Listed before registering: rcl reports the backlog from inside registration.
         self.entities.push(Arc::clone(&entity));
         let pushed = match entity.register(&self.mailbox_tx) {
@@ -368,6 +407,65 @@ impl WorkerTask {
         }
     }
 
+    /// Hand a timer to the timer scheduler: it delivers ticks into this mailbox.
+    fn add_timer(&mut self, waitable: Waitable) {
+        let Some(timer) = RclTimer::of(waitable.primitive()) else {
+            self.to_fallback(waitable);
+            return;
+        };
+        let clock = waitable.primitive().timer_clock();
+        let entity = Entity::new(waitable);
+        self.entities.push(Arc::clone(&entity));
+        let scheduler = Arc::clone(&self.shared.timers);
+        let sim_time = Arc::new(AtomicBool::new(
+            clock
+                .as_ref()
+                .is_some_and(|c| c.is_ros_time_override_enabled()),
+        ));
+        // ROS time moves when /clock says so: rcl calls this on every change (and when
+        // sim time is switched on or off), after adjusting the timer itself.
+        let jump = clock
+            .as_ref()
+            .filter(|c| matches!(c.clock_type(), ClockType::RosTime))
+            .and_then(|clock| {
+                let scheduler = Arc::clone(&scheduler);
+                let sim_time = Arc::clone(&sim_time);
+                let on_jump = Arc::new(move |jump: &ClockJump| {
+                    match jump.clock_change {
+                        ClockChange::RosTimeActivated => sim_time.store(true, Ordering::Release),
+                        ClockChange::RosTimeDeactivated => sim_time.store(false, Ordering::Release),
+                        _ => {}
+                    }
+                    if !jump.before_jump {
+                        scheduler.wake();
+                    }
+                });
+                clock
+                    .add_jump_callback(JumpThreshold::any_change(), on_jump)
+                    .map_err(|err| {
+                        log_error!(
+                            "rclrs_tokio_executor",
+                            "cannot follow the ROS time of a timer ({err}); it will only \
+                             be re-evaluated when other timers or resets wake the scheduler"
+                        )
+                    })
+                    .ok()
+            });
+        let reset = {
+            let scheduler = Arc::clone(&scheduler);
+            let waitable = entity.waitable.lock().unwrap();
+            waitable.as_ref().and_then(|w| {
+                RclTimer::set_on_reset(w.primitive(), Box::new(move || scheduler.wake()))
+            })
+        };
+        entity.set_timer_parts(TimerParts {
+            scheduler: Arc::clone(&scheduler),
+            reset,
+            jump,
+        });
+        scheduler.add(&entity, timer, self.mailbox_tx.clone(), sim_time);
+    }
+
     fn to_fallback(&mut self, waitable: Waitable) {
         if let Some(fallback) = &self.fallback {
             fallback.add(waitable);
@@ -385,9 +483,16 @@ impl WorkerTask {
             }
         }
         self.entities = kept;
+        let Some(guard_condition) = self.guard_condition.clone() else {
+            log_error!(
+                "rclrs_tokio_executor",
+                "the clock task got a primitive without a push path; it is dropped"
+            );
+            return;
+        };
         match FallbackWaiter::start(
             &self.context,
-            Arc::clone(&self.guard_condition),
+            guard_condition,
             self.mailbox_tx.clone(),
             self.control_tx.clone(),
             initial,

@@ -1,0 +1,231 @@
+//! The timer scheduler: rcl has no push callback for timer expiry, so one thread per
+//! executor watches the deadlines of every timer and delivers a tick into the owning
+//! Worker's mailbox when one is due.
+//!
+//! # Protocol
+//!
+//! - **Deadlines come from rcl.** For each armed timer the thread asks rcl how long
+//!   until the next call (`rcl_timer_get_time_until_next_call`), on the timer's own
+//!   clock. It sleeps until the earliest wall-clock deadline with `park_timeout` and a
+//!   1 ns timer slack, so precision is the kernel's, not Tokio's 1 ms timer wheel.
+//! - **ROS time.** A timer whose clock is ROS time with an active override (sim time)
+//!   has no wall-clock deadline: the thread never sleeps on it. rcl calls a jump
+//!   callback on that clock whenever `/clock` moves it (forwards, backwards, or on/off),
+//!   which wakes the thread to re-evaluate; paused time therefore costs nothing.
+//! - **A tick is a mailbox item.** When a timer is due, the thread notifies its entity,
+//!   which coalesces like any push notification, and remembers the call time it ticked
+//!   for: at most one tick is pending per timer, so a callback that overruns its period
+//!   causes no burst.
+//! - **Firing is rclrs's.** The Worker executes the timer primitive, which checks that
+//!   the timer is still ready, calls `rcl_timer_call` (which advances the next call time
+//!   and skips missed periods, as rcl specifies) and runs the callback.
+//! - **Re-arming costs no extra wake-up.** After a tick the thread plans to look again
+//!   one period later. By then the Worker has normally run the tick (the next call time
+//!   moved on), so the thread simply ticks again. Only if the tick is still pending
+//!   then (the Worker is busy or not spinning) does the timer wait for the Worker, which
+//!   wakes the thread after running it.
+//! - **Reset and cancel.** A cancelled timer reports so and stays disarmed; rcl's
+//!   reset callback (`rcl_timer_set_on_reset_callback`) re-arms it.
+//! - **Teardown.** A Worker removes a timer here (under the scheduler's lock, so the
+//!   thread is done with its `rcl_timer_t`) before it clears the reset callback and
+//!   drops the primitive.
+//!
+//! Wake-ups use `thread::unpark`, which is sticky: a wake that lands while the thread is
+//! evaluating is not lost. Nothing here takes rclrs's clock lock, so the jump callback
+//! (which runs with that lock held) can never deadlock with the thread.
+
+use crate::ffi::{RclTimer, TimerDue};
+use crate::runtime::{entity::Entity, mailbox::MailboxSender};
+use std::collections::HashMap;
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc, Mutex, OnceLock, Weak,
+};
+use std::thread::Thread;
+use std::time::Duration;
+
+/// Identifies a timer: the address of its entity.
+pub(crate) type TimerKey = usize;
+
+struct ScheduledTimer {
+    timer: RclTimer,
+    entity: Weak<Entity>,
+    mailbox: MailboxSender,
+    /// The next call time a tick was delivered for, until the Worker has run it.
+    ticked_for: Option<i64>,
+    /// The tick was still pending when the thread looked again: the Worker wakes the
+    /// thread after running it.
+    awaiting_worker: bool,
+    /// Its clock is ROS time driven by `/clock`: no wall-clock deadline.
+    sim_time: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+struct State {
+    timers: HashMap<TimerKey, ScheduledTimer>,
+    stop: bool,
+}
+
+/// Shared with the scheduler thread and with every callback that wakes it.
+pub(crate) struct TimerScheduler {
+    state: Mutex<State>,
+    thread: OnceLock<Thread>,
+    /// Set by anyone who changed something; the thread re-evaluates when it is set.
+    dirty: AtomicBool,
+}
+
+impl TimerScheduler {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(State::default()),
+            thread: OnceLock::new(),
+            dirty: AtomicBool::new(false),
+        })
+    }
+
+    /// Wake the thread to re-evaluate every timer. Cheap and lock-free: safe from rcl
+    /// callbacks (reset, clock jump).
+    pub(crate) fn wake(&self) {
+        self.dirty.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.get() {
+            thread.unpark();
+        }
+    }
+
+    fn ensure_thread(self: &Arc<Self>) {
+        if self.thread.get().is_some() {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("rclrs-tokio-timers".into())
+            .spawn(move || run(weak));
+        match spawned {
+            Ok(handle) => {
+                let _ = self.thread.set(handle.thread().clone());
+            }
+            Err(err) => rclrs::log_error!(
+                "rclrs_tokio_executor",
+                "cannot start the timer scheduler thread: {err}"
+            ),
+        }
+    }
+
+    /// Start scheduling a timer entity.
+    pub(crate) fn add(
+        self: &Arc<Self>,
+        entity: &Arc<Entity>,
+        timer: RclTimer,
+        mailbox: MailboxSender,
+        sim_time: Arc<AtomicBool>,
+    ) {
+        self.ensure_thread();
+        self.state.lock().unwrap().timers.insert(
+            key(entity),
+            ScheduledTimer {
+                timer,
+                entity: Arc::downgrade(entity),
+                mailbox,
+                ticked_for: None,
+                awaiting_worker: false,
+                sim_time,
+            },
+        );
+        self.wake();
+    }
+
+    /// The Worker ran a tick. Wakes the thread only if it is waiting for exactly that.
+    pub(crate) fn ran_tick(&self, entity: &Entity) {
+        let mut state = self.state.lock().unwrap();
+        let Some(timer) = state.timers.get_mut(&(entity as *const Entity as usize)) else {
+            return;
+        };
+        if timer.awaiting_worker || timer.sim_time.load(Ordering::Acquire) {
+            timer.awaiting_worker = false;
+            drop(state);
+            self.wake();
+        }
+    }
+
+    /// Forget a timer. Once this returns the thread no longer touches its `rcl_timer_t`.
+    pub(crate) fn remove(&self, entity: &Entity) {
+        self.state
+            .lock()
+            .unwrap()
+            .timers
+            .remove(&(entity as *const Entity as usize));
+    }
+
+    pub(crate) fn stop(&self) {
+        self.state.lock().unwrap().stop = true;
+        self.wake();
+    }
+}
+
+fn key(entity: &Arc<Entity>) -> TimerKey {
+    Arc::as_ptr(entity) as usize
+}
+
+fn run(scheduler: Weak<TimerScheduler>) {
+    crate::ffi::set_precise_timer_slack();
+    loop {
+        let Some(this) = scheduler.upgrade() else {
+            return;
+        };
+        this.dirty.store(false, Ordering::Release);
+        let next = {
+            let mut state = this.state.lock().unwrap();
+            if state.stop {
+                return;
+            }
+            evaluate(&mut state)
+        };
+        drop(this);
+        match next {
+            // Woken by `wake`, or when the earliest deadline is reached.
+            Some(wait) => std::thread::park_timeout(wait),
+            None => std::thread::park(),
+        }
+    }
+}
+
+/// Tick every due timer; return how long until the earliest wall-clock deadline.
+fn evaluate(state: &mut State) -> Option<Duration> {
+    let mut next: Option<Duration> = None;
+    let mut wake_in = |wait: Duration| next = Some(next.map_or(wait, |n: Duration| n.min(wait)));
+    state.timers.retain(|_, timer| {
+        let Some(entity) = timer.entity.upgrade() else {
+            return false;
+        };
+        let sim_time = timer.sim_time.load(Ordering::Acquire);
+        if let Some(ticked_for) = timer.ticked_for {
+            if timer.timer.next_call_time() == Some(ticked_for) {
+                // The tick is still pending: the Worker wakes us after running it.
+                timer.awaiting_worker = true;
+                return true;
+            }
+            timer.ticked_for = None;
+            timer.awaiting_worker = false;
+        }
+        match timer.timer.due() {
+            TimerDue::Cancelled => {}
+            TimerDue::In(ns) if ns <= 0 => {
+                timer.ticked_for = timer.timer.next_call_time();
+                entity.notify(1, &timer.mailbox);
+                if !sim_time {
+                    // Look again when the next call is due, one period after this one
+                    // (`ns` is how late this one is; see the module's protocol).
+                    let period = timer.timer.period().unwrap_or(1_000_000);
+                    wake_in(Duration::from_nanos((period + ns).max(0) as u64));
+                }
+            }
+            TimerDue::In(ns) => {
+                if !sim_time {
+                    wake_in(Duration::from_nanos(ns as u64));
+                }
+            }
+        }
+        true
+    });
+    next
+}
