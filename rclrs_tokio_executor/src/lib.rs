@@ -33,6 +33,16 @@
 //! - a panicking callback is contained and logged with its topic or service name, and
 //!   its Worker keeps serving.
 //!
+//! # Timers and ROS time
+//!
+//! Timers are scheduled by a dedicated thread with kernel-precise deadlines (not Tokio's
+//! 1 ms timer wheel); a tick goes into the owning Worker's mailbox like any event, at
+//! most one pending per timer. Under `use_sim_time`, ROS-time timers are driven by
+//! `/clock` through rcl clock jump callbacks: every due fire happens at any simulation
+//! speed, a paused clock costs no CPU, and backward jumps follow rcl's rules. `/clock`
+//! itself is served on a task of its own, so a Worker stuck in a long callback cannot
+//! stop time. [`sleep_until`] and [`sleep_for`] sleep in ROS time inside async code.
+//!
 //! Callbacks run on Tokio threads, so they may use the Tokio ecosystem (spawn, timers,
 //! I/O). The blocking `spin()` cannot be called from inside a Tokio runtime: it returns
 //! the error recognised by [`is_spin_inside_runtime_error`]; use `spin_async().await`.
@@ -49,10 +59,12 @@ mod error;
 mod ffi;
 mod options;
 mod runtime;
+mod sim_clock;
 
 pub use crate::error::{is_spin_inside_runtime_error, TokioExecutorError, SPIN_INSIDE_RUNTIME};
 pub use crate::options::TokioExecutorOptions;
 pub use crate::runtime::TokioExecutorRuntime;
+pub use crate::sim_clock::{sleep_for, sleep_until, RosSleep, SleepError};
 
 use rclrs::{Context, Executor};
 

@@ -488,6 +488,130 @@ fn timers_fire_only_while_spinning(make: MakeExecutor) {
     assert!(fired.load(Ordering::SeqCst) >= 5);
 }
 
+fn timers_can_be_cancelled_and_reset_from_callbacks(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("timer_cancel").as_str())
+        .unwrap();
+    let fires = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let cancelled_at = Arc::new(Mutex::new(None::<Instant>));
+    let reset_at = Arc::new(Mutex::new(None::<Instant>));
+    let (countdown, done) = Countdown::new(6);
+    // Fires every 10 ms; cancels itself on its third fire, from inside its callback.
+    let fast = {
+        let fires = Arc::clone(&fires);
+        let cancelled_at = Arc::clone(&cancelled_at);
+        node.create_timer_repeating(Duration::from_millis(10), move |timer: &Timer| {
+            let mut fires = fires.lock().unwrap();
+            fires.push(Instant::now());
+            if fires.len() == 3 {
+                timer.cancel().unwrap();
+                *cancelled_at.lock().unwrap() = Some(Instant::now());
+            }
+            countdown.tick();
+        })
+        .unwrap()
+    };
+    // Resets it from another timer's callback, 150 ms later.
+    let _resetter = {
+        let fast = Arc::clone(&fast);
+        let reset_at = Arc::clone(&reset_at);
+        node.create_timer_oneshot(Duration::from_millis(150), move || {
+            *reset_at.lock().unwrap() = Some(Instant::now());
+            fast.reset().unwrap();
+        })
+        .unwrap()
+    };
+    spin_until(&mut executor, done);
+    let fires = fires.lock().unwrap();
+    let cancelled = cancelled_at.lock().unwrap().expect("cancelled");
+    let reset = reset_at.lock().unwrap().expect("reset");
+    assert!(
+        fires.iter().all(|t| *t <= cancelled || *t >= reset),
+        "a cancelled timer fired before it was reset"
+    );
+    assert!(
+        fires.len() >= 6 && fires[3] >= reset,
+        "the reset timer did not resume"
+    );
+}
+
+fn an_overrunning_timer_does_not_burst(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("timer_overrun").as_str())
+        .unwrap();
+    let starts = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let (countdown, done) = Countdown::new(8);
+    let _timer = {
+        let starts = Arc::clone(&starts);
+        node.create_timer_repeating(Duration::from_millis(10), move || {
+            starts.lock().unwrap().push(Instant::now());
+            // Three periods' worth of work every time.
+            std::thread::sleep(Duration::from_millis(30));
+            countdown.tick();
+        })
+        .unwrap()
+    };
+    spin_until(&mut executor, done);
+    let starts = starts.lock().unwrap();
+    for pair in starts.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap >= Duration::from_millis(25),
+            "fires {gap:?} apart: missed periods were replayed as a burst"
+        );
+    }
+}
+
+fn a_timer_dropped_during_spin_stops_firing(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("timer_drop").as_str()).unwrap();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let timer = {
+        let fired = Arc::clone(&fired);
+        node.create_timer_repeating(Duration::from_millis(5), move || {
+            fired.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    };
+    // Created while spinning: a second timer, from another thread.
+    let late_fired = Arc::new(AtomicUsize::new(0));
+    let (countdown, done) = Countdown::new(5);
+    let dropper = {
+        let node = node.clone();
+        let fired = Arc::clone(&fired);
+        let late_fired = Arc::clone(&late_fired);
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + PATIENCE;
+            while fired.load(Ordering::SeqCst) < 5 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            drop(timer);
+            let at_drop = fired.load(Ordering::SeqCst);
+            let late = node
+                .create_timer_repeating(Duration::from_millis(20), move || {
+                    late_fired.fetch_add(1, Ordering::SeqCst);
+                    countdown.tick();
+                })
+                .unwrap();
+            (at_drop, late)
+        })
+    };
+    spin_until(&mut executor, done);
+    let (at_drop, _late) = dropper.join().unwrap();
+    let after = fired.load(Ordering::SeqCst);
+    assert!(
+        after <= at_drop + 1,
+        "a dropped timer fired {} more times",
+        after - at_drop
+    );
+    assert!(late_fired.load(Ordering::SeqCst) >= 5);
+}
+
 macro_rules! suite {
     ($module:ident, $make:expr) => {
         mod $module {
@@ -529,6 +653,18 @@ macro_rules! suite {
             #[test]
             fn a_worker_runs_its_work_in_order() {
                 super::a_worker_runs_its_work_in_order(MAKE)
+            }
+            #[test]
+            fn timers_can_be_cancelled_and_reset_from_callbacks() {
+                super::timers_can_be_cancelled_and_reset_from_callbacks(MAKE)
+            }
+            #[test]
+            fn an_overrunning_timer_does_not_burst() {
+                super::an_overrunning_timer_does_not_burst(MAKE)
+            }
+            #[test]
+            fn a_timer_dropped_during_spin_stops_firing() {
+                super::a_timer_dropped_during_spin_stops_firing(MAKE)
             }
             #[test]
             fn timers_fire_only_while_spinning() {

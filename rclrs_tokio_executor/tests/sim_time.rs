@@ -1,0 +1,203 @@
+//! Timers and sleeps that follow ROS time under `use_sim_time`, driven by a real `/clock`
+//! publisher. `/clock` is one topic for the whole process, so every case runs in one
+//! test, in sequence.
+
+use rclrs::*;
+use rclrs_tokio_executor::{sleep_until, CreateTokioExecutor};
+use ros_env::builtin_interfaces::msg::Time as TimeMsg;
+use ros_env::rosgraph_msgs::msg::Clock as ClockMsg;
+use std::sync::{
+    atomic::{AtomicI64, AtomicUsize, Ordering},
+    Arc,
+};
+use std::time::{Duration, Instant};
+
+const SEC: i64 = 1_000_000_000;
+
+struct SimClock {
+    publisher: Publisher<ClockMsg>,
+    now_ns: AtomicI64,
+}
+
+impl SimClock {
+    fn set(&self, ns: i64) {
+        self.now_ns.store(ns, Ordering::SeqCst);
+        self.publisher
+            .publish(ClockMsg {
+                clock: TimeMsg {
+                    sec: (ns / SEC) as i32,
+                    nanosec: (ns % SEC) as u32,
+                },
+            })
+            .unwrap();
+    }
+
+    fn now(&self) -> i64 {
+        self.now_ns.load(Ordering::SeqCst)
+    }
+
+    /// Advance ROS time at `speed` × wall time for `wall`, publishing at 500 Hz.
+    fn run(&self, speed: f64, wall: Duration) {
+        let start = self.now();
+        let t0 = Instant::now();
+        let step = Duration::from_millis(2);
+        let mut n = 1u32;
+        while t0.elapsed() < wall {
+            if let Some(wait) = (t0 + step * n).checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            n += 1;
+            let elapsed = (t0.elapsed().min(wall)).as_nanos() as f64;
+            self.set(start + (speed * elapsed) as i64);
+        }
+        // Let the last /clock message be processed.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn counter() -> (Arc<AtomicUsize>, impl Fn() + Send + Sync + 'static) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = Arc::clone(&count);
+    (count, move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    })
+}
+
+#[test]
+fn timers_and_sleeps_follow_ros_time_from_clock() {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context.create_tokio_executor();
+    let node = executor
+        .create_node(
+            format!("sim_time_{}", std::process::id())
+                .as_str()
+                .arguments(["--ros-args", "-p", "use_sim_time:=true"]),
+        )
+        .unwrap();
+    let clock = node.get_clock();
+    assert!(
+        clock.is_ros_time_override_enabled(),
+        "use_sim_time must be on"
+    );
+
+    // A 100 ms (ROS time) timer, before any /clock message: time is 0 and nothing fires.
+    let (fired, tick) = counter();
+    let _timer = node
+        .create_timer_repeating(Duration::from_millis(100).node_time(), move || tick())
+        .unwrap();
+    let commands = Arc::clone(executor.commands());
+    let (stop_tx, stop_rx) = futures::channel::oneshot::channel::<()>();
+    let spinning = std::thread::spawn(move || {
+        let errors = executor.spin(SpinOptions::default().until_promise_resolved(stop_rx));
+        assert!(errors.is_empty(), "{errors:?}");
+        executor
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(fired.load(Ordering::SeqCst), 0, "fired with no /clock yet");
+
+    let publisher_node = commands
+        .create_node(format!("sim_clock_pub_{}", std::process::id()).as_str())
+        .unwrap();
+    let sim = SimClock {
+        publisher: publisher_node
+            .create_publisher::<ClockMsg>("/clock".keep_last(10).reliable())
+            .unwrap(),
+        now_ns: AtomicI64::new(0),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sim.publisher.get_subscription_count().unwrap() == 0 {
+        assert!(Instant::now() < deadline, "/clock never matched");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    sim.set(1000 * SEC);
+    std::thread::sleep(Duration::from_millis(200));
+    let wait_for_clock = Instant::now() + Duration::from_secs(10);
+    while clock.now().nsec != 1000 * SEC {
+        assert!(
+            Instant::now() < wait_for_clock,
+            "ROS time never followed /clock"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The timer started at ROS time 0, so jumping to 1000 s finds it far overdue: rcl
+    // fires it once and skips the missed periods (no burst).
+    let after_first_jump = fired.load(Ordering::SeqCst);
+    assert!(
+        after_first_jump <= 1,
+        "a jump forward fired {after_first_jump} times"
+    );
+
+    // Faster, equal and slower than real time: every due fire happens.
+    for (speed, wall, due) in [(10.0, 1.0, 100), (1.0, 1.0, 10), (0.1, 1.5, 1)] {
+        let before = fired.load(Ordering::SeqCst);
+        let sim_before = sim.now();
+        sim.run(speed, Duration::from_secs_f64(wall));
+        let fires = fired.load(Ordering::SeqCst) - before;
+        let expected = ((sim.now() / (SEC / 10)) - (sim_before / (SEC / 10))) as usize;
+        assert!(
+            expected.abs_diff(due) <= 1,
+            "test setup: {expected} periods elapsed at {speed}x, meant {due}"
+        );
+        assert!(
+            fires.abs_diff(expected) <= 1,
+            "at {speed}x: {fires} fires where {expected} were due"
+        );
+    }
+
+    // Paused: /clock keeps coming with the same time; nothing fires.
+    let before = fired.load(Ordering::SeqCst);
+    sim.run(0.0, Duration::from_millis(500));
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        before,
+        "fired while time was paused"
+    );
+
+    // Backwards by 5 s: rcl restarts the timer from the new time instead of waiting 5 s
+    // of ROS time to catch up, so it keeps firing at its period.
+    sim.set(sim.now() - 5 * SEC);
+    std::thread::sleep(Duration::from_millis(50));
+    let before = fired.load(Ordering::SeqCst);
+    sim.run(1.0, Duration::from_secs(1));
+    let fires = fired.load(Ordering::SeqCst) - before;
+    assert!(
+        (8..=11).contains(&fires),
+        "after a backward jump: {fires} fires in 1 s"
+    );
+
+    // A ROS-time sleep that spans a backward jump wakes at the target, not before.
+    let target = sim.now() + 3 * SEC;
+    let woke_at = Arc::new(AtomicI64::new(0));
+    let sleep_clock = clock.clone();
+    let woke = Arc::clone(&woke_at);
+    let sleeping = commands.run(async move {
+        sleep_until(&sleep_clock, target).await.unwrap();
+        woke.store(sleep_clock.now().nsec, Ordering::SeqCst);
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    sim.set(sim.now() + 2 * SEC);
+    std::thread::sleep(Duration::from_millis(100));
+    sim.set(sim.now() - 4 * SEC);
+    std::thread::sleep(Duration::from_millis(100));
+    sim.set(target - SEC / 2);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        woke_at.load(Ordering::SeqCst),
+        0,
+        "the sleep ended before its target"
+    );
+    sim.set(target + SEC / 10);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while woke_at.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the sleep never ended after its target"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(woke_at.load(Ordering::SeqCst) >= target);
+    drop(sleeping);
+
+    let _ = stop_tx.send(());
+    let _executor = spinning.join().unwrap();
+}
