@@ -46,12 +46,23 @@ SCENARIOS = {
 for _name in list(SCENARIOS):
     SCENARIOS[f'{_name}_worker'] = [*SCENARIOS[_name], '--callback', 'worker']
     SCENARIOS[_name] = [*SCENARIOS[_name], '--callback', 'node']
+# Timer scenarios run `timer_node` instead (steady-clock rate, and sim time via /clock).
+TIMER_SCENARIOS = {
+    'timer_1kHz': ['--rate-hz', '1000'],
+    'timer_10kHz': ['--rate-hz', '10000'],
+    'simtime_10x': ['--sim-speed', '10', '--period-s', '1'],
+    'simtime_1x': ['--sim-speed', '1', '--period-s', '0.1'],
+    'simtime_0_1x': ['--sim-speed', '0.1', '--period-s', '0.01'],
+    'simtime_paused': ['--sim-speed', '0', '--period-s', '0.1'],
+}
+TIMER_EXECUTORS = ['rclrs_tokio', 'rclrs_basic']
 QUICK = ['throughput_0B', 'throughput_64KB', 'latency_1kHz', 'cpu_10kHz',
-         'throughput_0B_worker', 'cpu_10kHz_worker']
+         'throughput_0B_worker', 'cpu_10kHz_worker', *TIMER_SCENARIOS]
 RUST_EXECUTORS = ['rclrs_tokio', 'rclrs_basic', 'raw_rcl']
 METRICS = ['received_per_s', 'sent_per_s', 'dropped', 'drop_pct', 'cpu_process_pct',
            'cpu_executor_pct', 'latency_p50_us', 'latency_p99_us', 'latency_p999_us',
-           'latency_max_us']
+           'latency_max_us', 'timer_rate_hz', 'timer_jitter_p50_us', 'timer_jitter_p99_us',
+           'timer_jitter_max_us', 'fires', 'expected_fires']
 # What the console table shows per scenario, and whether higher is better.
 HEADLINE = {}
 for _name in SCENARIOS:
@@ -61,14 +72,16 @@ for _name in SCENARIOS:
         HEADLINE[_name] = ('latency_p99_us', False)
     elif _name.startswith('cpu'):
         HEADLINE[_name] = ('cpu_executor_pct', False)
+for _name in TIMER_SCENARIOS:
+    HEADLINE[_name] = ('timer_rate_hz', True) if _name.startswith('timer') else ('fires', True)
 
 
-def find_bench_node() -> Path:
+def find_installed(name: str) -> Path:
     for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        candidate = Path(prefix) / 'lib' / 'rclrs_tokio_benchmarks' / 'bench_node'
+        candidate = Path(prefix) / 'lib' / 'rclrs_tokio_benchmarks' / name
         if candidate.is_file():
             return candidate
-    sys.exit('bench: bench_node is not installed; run `make bench` (it builds first)')
+    sys.exit(f'bench: {name} is not installed; run `make bench` (it builds first)')
 
 
 def machine() -> dict:
@@ -108,10 +121,13 @@ def load_average() -> float:
         return -1.0
 
 
-def run_one(bench_node: Path, scenario: str, executor: str, seconds: float,
-            warmup: float) -> dict:
-    cmd = [str(bench_node), '--executor', executor, *SCENARIOS[scenario],
-           '--seconds', str(seconds), '--warmup-s', str(warmup)]
+def run_one(scenario: str, executor: str, seconds: float, warmup: float) -> dict:
+    if scenario in TIMER_SCENARIOS:
+        cmd = [str(find_installed('timer_node')), '--executor', executor,
+               *TIMER_SCENARIOS[scenario], '--seconds', str(seconds)]
+    else:
+        cmd = [str(find_installed('bench_node')), '--executor', executor, *SCENARIOS[scenario],
+               '--seconds', str(seconds), '--warmup-s', str(warmup)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + warmup + 120)
     lines = [line for line in proc.stdout.splitlines() if line.startswith('{')]
     if proc.returncode != 0 or not lines:
@@ -153,6 +169,11 @@ def table(runs: list[dict]) -> str:
             ratio = f' ({value / ref:.2f}x)' if ref else ''
             cells.append(f'{value:>12.1f}{ratio:>10}')
         lines.append(f'{scenario:<18} {metric:<18}' + ''.join(cells))
+        if scenario.startswith('simtime') or scenario.startswith('timer'):
+            extra = 'expected_fires' if scenario.startswith('simtime') else 'timer_jitter_p99_us'
+            vals = [by.get((scenario, e), {}).get('metrics', {}).get(extra) for e in executors]
+            lines.append(f'{"":<18} {extra:<18}' + ''.join(
+                f'{v:>22.1f}' if v is not None else f'{"absent":>22}' for v in vals))
         drops = [by.get((scenario, e), {}).get('metrics', {}).get('drop_pct') for e in executors]
         if scenario.startswith('throughput'):
             lines.append(f'{"":<18} {"drop_pct":<18}' + ''.join(
@@ -175,24 +196,32 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     reps = args.reps or (5 if args.full else 3)
     seconds = args.seconds or (10.0 if args.full else 3.0)
-    chosen = args.scenarios or ','.join(SCENARIOS if args.full else QUICK)
+    chosen = args.scenarios or ','.join(
+        [*SCENARIOS, *TIMER_SCENARIOS] if args.full else QUICK)
     scenarios = [s for s in chosen.split(',') if s]
     executors = [e for e in args.executors.split(',') if e]
-    unknown = [s for s in scenarios if s not in SCENARIOS]
+    unknown = [s for s in scenarios if s not in SCENARIOS and s not in TIMER_SCENARIOS]
     if unknown:
-        parser.error(f'unknown scenarios: {unknown}; known: {list(SCENARIOS)}')
-    bench_node = find_bench_node()
+        parser.error(f'unknown scenarios: {unknown}; '
+                     f'known: {list(SCENARIOS) + list(TIMER_SCENARIOS)}')
 
     samples: dict[tuple[str, str], list[dict]] = {}
-    total = reps * len(scenarios) * len(executors)
+    def executors_for(scenario: str) -> list[str]:
+        if scenario in TIMER_SCENARIOS:
+            return [e for e in executors if e in TIMER_EXECUTORS]
+        return executors
+
+    total = reps * sum(len(executors_for(s)) for s in scenarios)
     done = 0
     started = time.monotonic()
     for rep in range(reps):
         for scenario in scenarios:
-            order = executors[rep % len(executors):] + executors[:rep % len(executors)]
+            chosen_executors = executors_for(scenario)
+            shift = rep % len(chosen_executors)
+            order = chosen_executors[shift:] + chosen_executors[:shift]
             for executor in order:
                 load = load_average()
-                result = run_one(bench_node, scenario, executor, seconds, args.warmup)
+                result = run_one(scenario, executor, seconds, args.warmup)
                 result['load_before'] = load
                 samples.setdefault((scenario, executor), []).append(result)
                 done += 1
