@@ -4,6 +4,8 @@
 //! Each case is a function taking an executor factory; the `suite!` macro instantiates
 //! every case once per executor, as `basic::<case>` and `tokio::<case>`.
 
+mod support;
+
 use futures::channel::oneshot;
 use rclrs::*;
 use rclrs_tokio_executor::CreateTokioExecutor;
@@ -14,28 +16,12 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
+use support::{unique, wait_matched};
 
 type MakeExecutor = fn(&Context) -> Executor;
 
-fn unique(name: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{name}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
 /// A generous bound for anything that should take milliseconds.
 const PATIENCE: Duration = Duration::from_secs(20);
-
-fn wait_matched(publisher: &Publisher<Int32>, subscriptions: usize) {
-    let deadline = Instant::now() + PATIENCE;
-    while publisher.get_subscription_count().unwrap() < subscriptions {
-        assert!(Instant::now() < deadline, "subscriptions never matched");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// Spin until `done` resolves; fail if that takes longer than PATIENCE.
 fn spin_until(executor: &mut Executor, done: Promise<()>) {

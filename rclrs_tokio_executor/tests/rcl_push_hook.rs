@@ -15,15 +15,7 @@ use std::sync::{
 use std::time::{Duration, Instant};
 use support::capture_runtime::CaptureRuntime;
 use support::ffi::execute_node_primitive;
-
-fn unique(name: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{name}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
+use support::unique;
 
 fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -1,6 +1,8 @@
 //! What only the Tokio executor promises: composing with Tokio, refusing a blocking spin
 //! inside a runtime, running on a user's runtime, and containing panics.
 
+mod support;
+
 use futures::channel::oneshot;
 use rclrs::*;
 use rclrs_tokio_executor::{
@@ -12,23 +14,7 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-
-fn unique(name: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{name}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-fn wait_matched(publisher: &Publisher<Int32>) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while publisher.get_subscription_count().unwrap() == 0 {
-        assert!(Instant::now() < deadline, "no subscription matched");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+use support::unique;
 
 /// Resolves the returned promise on the `n`th call of the returned closure.
 fn after_n_calls(n: usize) -> (impl Fn() + Send + Sync + Clone + 'static, Promise<()>) {
@@ -81,7 +67,7 @@ async fn spin_async_composes_with_a_tokio_main() {
         .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
         .unwrap();
     let publishing = tokio::task::spawn_blocking(move || {
-        wait_matched(&publisher);
+        support::wait_matched(&publisher, 1);
         for data in 0..20 {
             publisher.publish(Int32 { data }).unwrap();
         }
@@ -158,7 +144,7 @@ fn it_runs_on_a_runtime_the_user_passes_in() {
     let publisher = node
         .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
         .unwrap();
-    wait_matched(&publisher);
+    support::wait_matched(&publisher, 1);
     for data in 0..5 {
         publisher.publish(Int32 { data }).unwrap();
     }
@@ -205,8 +191,8 @@ fn a_panicking_callback_is_contained_and_its_worker_keeps_serving() {
     let good = node
         .create_publisher::<Int32>(good_topic.as_str().keep_last(100).reliable())
         .unwrap();
-    wait_matched(&bad);
-    wait_matched(&good);
+    support::wait_matched(&bad, 1);
+    support::wait_matched(&good, 1);
     for data in 0..10 {
         bad.publish(Int32 { data }).unwrap();
         good.publish(Int32 { data }).unwrap();

@@ -3,3 +3,31 @@
 
 pub mod capture_runtime;
 pub mod ffi;
+
+use rclrs::{Publisher, RclrsError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A name no other test (or test process) uses: topics, services and nodes.
+pub fn unique(name: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{name}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Wait (at most 20 s) until `publisher` matched `subscriptions` subscriptions.
+pub fn wait_matched<T: rclrs::MessageIDL>(publisher: &Publisher<T>, subscriptions: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while publisher
+        .get_subscription_count()
+        .map_err(|e: RclrsError| e.to_string())
+        .unwrap()
+        < subscriptions
+    {
+        assert!(Instant::now() < deadline, "subscriptions never matched");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
