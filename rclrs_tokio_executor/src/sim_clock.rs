@@ -24,7 +24,9 @@
 //! });
 //! ```
 
-use rclrs::{Clock, ClockChange, ClockJump, JumpCallbackHandle, JumpThreshold, RclrsError};
+use rclrs::{
+    Clock, ClockChange, ClockJump, ClockType, JumpCallbackHandle, JumpThreshold, RclrsError,
+};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{
@@ -37,8 +39,9 @@ use std::time::Duration;
 /// Why a ROS-time sleep ended early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SleepError {
-    /// The clock stopped following `/clock` (its time source went away), so the target
-    /// time may never come.
+    /// The clock stopped following `/clock` during the sleep (`use_sim_time` was switched
+    /// off, or its time source went away), so the target, a simulated time, may never
+    /// come.
     ClockChanged,
     /// The clock jump callback could not be registered.
     Rcl(String),
@@ -130,20 +133,25 @@ impl Future for RosSleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        if this.clock.is_ros_time_override_enabled() || this.watch.is_some() {
+        if matches!(this.clock.clock_type(), ClockType::RosTime) {
+            // Watch every ROS-time clock, also while sim time is off: switching it on
+            // (use_sim_time set at run time) must wake the sleep too.
             let state = match this.watch() {
                 Ok(state) => Arc::clone(state),
                 Err(err) => return Poll::Ready(Err(err)),
             };
             // Register before reading the time, so a jump in between still wakes us.
             *state.waker.lock().unwrap() = Some(cx.waker().clone());
-            if this.clock.now().nsec >= this.until_ns {
-                return Poll::Ready(Ok(()));
-            }
             if state.deactivated.load(Ordering::Acquire) {
                 return Poll::Ready(Err(SleepError::ClockChanged));
             }
-            return Poll::Pending;
+            if this.clock.is_ros_time_override_enabled() {
+                this.wall = None;
+                if this.clock.now().nsec >= this.until_ns {
+                    return Poll::Ready(Ok(()));
+                }
+                return Poll::Pending;
+            }
         }
         // Not driven by /clock: wait out the remaining time on Tokio's timer.
         let remaining = this.until_ns - this.clock.now().nsec;

@@ -1,5 +1,5 @@
 //! Timers and sleeps that follow ROS time under `use_sim_time`, driven by a real `/clock`
-//! publisher. `/clock` is one topic for the whole process, so every case runs in one
+//! publisher, including `use_sim_time` switched off and on at run time. `/clock` is one topic for the whole process, so every case runs in one
 //! test, in sequence.
 
 use rclrs::*;
@@ -197,6 +197,36 @@ fn timers_and_sleeps_follow_ros_time_from_clock() {
     }
     assert!(woke_at.load(Ordering::SeqCst) >= target);
     drop(sleeping);
+
+    // use_sim_time switched off at run time: the same timer now runs on wall time.
+    node.set_use_sim_time(false).unwrap();
+    assert!(!clock.is_ros_time_override_enabled());
+    let before = fired.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(600));
+    let wall_fires = fired.load(Ordering::SeqCst) - before;
+    assert!(
+        (3..=7).contains(&wall_fires),
+        "on wall time: {wall_fires} fires in 600 ms"
+    );
+
+    // And back on: ROS time is the last /clock value again, which stands still.
+    node.set_use_sim_time(true).unwrap();
+    assert!(clock.is_ros_time_override_enabled());
+    std::thread::sleep(Duration::from_millis(50));
+    let before = fired.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        before,
+        "fired while /clock stood still"
+    );
+    let before = fired.load(Ordering::SeqCst);
+    sim.run(1.0, Duration::from_millis(500));
+    let fires = fired.load(Ordering::SeqCst) - before;
+    assert!(
+        (3..=6).contains(&fires),
+        "sim time back on: {fires} fires in 0.5 s"
+    );
 
     let _ = stop_tx.send(());
     let _executor = spinning.join().unwrap();
