@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
 """The benchmark harness: the same workloads for every executor, side by side, in one run.
 
-    bench.py [--quick | --full] [--reps N] [--seconds S] [--scenarios a,b] [--executors x,y]
-             [--output benchmarks/results/latest.json]
+    bench.py [--quick | --full] [--reps N] [--seconds S] [--warmup S]
+             [--scenarios a,b] [--executors x,y] [--output-dir benchmarks/results]
 
 Method:
-- every (scenario, executor) pair runs in its own process (`bench_node`), with a warm-up
-  before the measured window;
-- repetitions are interleaved: rep 1 runs every executor of a scenario, then rep 2 does
-  again in rotated order, so slow drift of the machine hits every executor alike;
-- each metric is reported as the median over repetitions, with min and max;
-- the load of the machine before each run is recorded as a foreign-load indicator.
+- every (scenario, executor) pair runs in its own process (the Rust `bench_node` /
+  `timer_node`, or the C++ `bench_node_cpp` / `timer_node_cpp` for rclcpp), with a
+  warm-up before the measured window;
+- repetitions are interleaved: each repetition runs every executor of a scenario, in an
+  order rotated per repetition, so slow drift of the machine hits every executor alike;
+- each metric is the median over repetitions, with min and max;
+- the load average before each run is recorded as a foreign-load indicator;
+- executors whose nodes are not installed (rclcpp where no ROS install provides it) are
+  reported as absent, with the reason. Nothing is ever estimated in their place.
 
-Prints a progress line per run, then a table with each executor's ratio to the reference
-(`rclcpp_events` when it ran, else `rclrs_basic`), and writes the JSON results.
+Writes latest.json (machine, rmw, command, method, runs), latest.csv, latest.md and PNG
+plots into the output directory, and prints a table of ratios against rclcpp_events (or
+rclrs_basic when rclcpp is absent).
 """
 
 from __future__ import annotations
@@ -30,75 +34,36 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import report  # noqa: E402
+from scenarios import (  # noqa: E402
+    EXECUTORS, EXIT_NOT_AVAILABLE, FULL, QUICK, TIMER_SCENARIOS, arguments, headline, node_for,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / 'benchmarks' / 'results'
-
-# name -> bench_node arguments. Names continue across the project's issues. The plain
-# scenarios use node-level callbacks (`node.create_subscription`, as in the rclcpp
-# anchors); the `_worker` variants use a Worker's subscription instead.
-_RELIABLE_1000 = ['--reliability', 'reliable', '--depth', '1000']
-SCENARIOS = {
-    'throughput_0B': ['--payload', '0', *_RELIABLE_1000, '--rate-hz', '0'],
-    'throughput_64KB': ['--payload', '65536', *_RELIABLE_1000, '--rate-hz', '0'],
-    'latency_1kHz': ['--payload', '0', *_RELIABLE_1000, '--rate-hz', '1000', '--latency'],
-    'cpu_10kHz': ['--payload', '0', *_RELIABLE_1000, '--rate-hz', '10000'],
-}
-for _name in list(SCENARIOS):
-    SCENARIOS[f'{_name}_worker'] = [*SCENARIOS[_name], '--callback', 'worker']
-    SCENARIOS[_name] = [*SCENARIOS[_name], '--callback', 'node']
-# Timer scenarios run `timer_node` instead (steady-clock rate, and sim time via /clock).
-TIMER_SCENARIOS = {
-    'timer_1kHz': ['--rate-hz', '1000'],
-    'timer_10kHz': ['--rate-hz', '10000'],
-    'simtime_10x': ['--sim-speed', '10', '--period-s', '1'],
-    'simtime_1x': ['--sim-speed', '1', '--period-s', '0.1'],
-    'simtime_0_1x': ['--sim-speed', '0.1', '--period-s', '0.01'],
-    'simtime_paused': ['--sim-speed', '0', '--period-s', '0.1'],
-}
-TIMER_EXECUTORS = ['rclrs_tokio', 'rclrs_basic']
-QUICK = ['throughput_0B', 'throughput_64KB', 'latency_1kHz', 'cpu_10kHz',
-         'throughput_0B_worker', 'cpu_10kHz_worker', *TIMER_SCENARIOS]
-RUST_EXECUTORS = ['rclrs_tokio', 'rclrs_basic', 'raw_rcl']
 METRICS = ['received_per_s', 'sent_per_s', 'dropped', 'drop_pct', 'cpu_process_pct',
            'cpu_executor_pct', 'latency_p50_us', 'latency_p99_us', 'latency_p999_us',
            'latency_max_us', 'timer_rate_hz', 'timer_jitter_p50_us', 'timer_jitter_p99_us',
            'timer_jitter_max_us', 'fires', 'expected_fires']
-# What the console table shows per scenario, and whether higher is better.
-HEADLINE = {}
-for _name in SCENARIOS:
-    if _name.startswith('throughput'):
-        HEADLINE[_name] = ('received_per_s', True)
-    elif _name.startswith('latency'):
-        HEADLINE[_name] = ('latency_p99_us', False)
-    elif _name.startswith('cpu'):
-        HEADLINE[_name] = ('cpu_executor_pct', False)
-for _name in TIMER_SCENARIOS:
-    HEADLINE[_name] = ('timer_rate_hz', True) if _name.startswith('timer') else ('fires', True)
 
 
-def find_installed(name: str) -> Path:
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        candidate = Path(prefix) / 'lib' / 'rclrs_tokio_benchmarks' / name
-        if candidate.is_file():
-            return candidate
-    sys.exit(f'bench: {name} is not installed; run `make bench` (it builds first)')
+class NotAvailable(Exception):
+    """The node says this executor is not in the installed library."""
 
 
 def machine() -> dict:
     cpu = 'unknown'
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                cpu = line.split(':', 1)[1].strip()
-                break
-    except OSError:
-        pass
     mem_kib = 0
     try:
-        for line in Path('/proc/meminfo').read_text().splitlines():
-            if line.startswith('MemTotal:'):
-                mem_kib = int(line.split()[1])
-    except OSError:
+        cpu = next(line.split(':', 1)[1].strip()
+                   for line in Path('/proc/cpuinfo').read_text().splitlines()
+                   if line.startswith('model name'))
+        mem_kib = next(int(line.split()[1])
+                       for line in Path('/proc/meminfo').read_text().splitlines()
+                       if line.startswith('MemTotal:'))
+    except (OSError, StopIteration):
         pass
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()
@@ -110,6 +75,8 @@ def machine() -> dict:
         'ros_distro': os.environ.get('ROS_DISTRO', ''),
         'python': platform.python_version(),
         'commit': commit,
+        # Two cores leave no core to spare for pinning the publisher and the executor
+        # apart from the middleware's threads; runs are interleaved instead.
         'pinned_cpus': False,
     }
 
@@ -121,14 +88,14 @@ def load_average() -> float:
         return -1.0
 
 
-def run_one(scenario: str, executor: str, seconds: float, warmup: float) -> dict:
-    if scenario in TIMER_SCENARIOS:
-        cmd = [str(find_installed('timer_node')), '--executor', executor,
-               *TIMER_SCENARIOS[scenario], '--seconds', str(seconds)]
-    else:
-        cmd = [str(find_installed('bench_node')), '--executor', executor, *SCENARIOS[scenario],
-               '--seconds', str(seconds), '--warmup-s', str(warmup)]
+def run_one(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
+    cmd = [str(node), '--executor', executor, *arguments(scenario), '--seconds', str(seconds)]
+    if scenario not in TIMER_SCENARIOS:
+        cmd += ['--warmup-s', str(warmup)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + warmup + 120)
+    if proc.returncode == EXIT_NOT_AVAILABLE:
+        raise NotAvailable(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip()
+                           else 'not available in the installed library')
     lines = [line for line in proc.stdout.splitlines() if line.startswith('{')]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f'{" ".join(cmd)} failed ({proc.returncode}): '
@@ -148,87 +115,68 @@ def summarise(samples: list[dict]) -> tuple[dict, dict]:
     return metrics, spread
 
 
-def table(runs: list[dict]) -> str:
-    by = {(r['scenario'], r['executor']): r for r in runs}
-    executors = [e for e in ['rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'rclcpp_events',
-                             'rclcpp_single', 'rclcpp_multi', 'rclcpp_events_cbg']
-                 if any(r['executor'] == e for r in runs)]
-    reference = 'rclcpp_events' if 'rclcpp_events' in executors else 'rclrs_basic'
-    lines = [f'reference for ratios: {reference}', '']
-    header = f'{"scenario":<18} {"metric":<18}' + ''.join(f'{e:>22}' for e in executors)
-    lines += [header, '-' * len(header)]
-    for scenario in dict.fromkeys(r['scenario'] for r in runs):
-        metric, _higher = HEADLINE.get(scenario, ('received_per_s', True))
-        ref = by.get((scenario, reference), {}).get('metrics', {}).get(metric)
-        cells = []
-        for e in executors:
-            value = by.get((scenario, e), {}).get('metrics', {}).get(metric)
-            if value is None:
-                cells.append(f'{"absent":>22}')
-                continue
-            ratio = f' ({value / ref:.2f}x)' if ref else ''
-            cells.append(f'{value:>12.1f}{ratio:>10}')
-        lines.append(f'{scenario:<18} {metric:<18}' + ''.join(cells))
-        if scenario.startswith('simtime') or scenario.startswith('timer'):
-            extra = 'expected_fires' if scenario.startswith('simtime') else 'timer_jitter_p99_us'
-            vals = [by.get((scenario, e), {}).get('metrics', {}).get(extra) for e in executors]
-            lines.append(f'{"":<18} {extra:<18}' + ''.join(
-                f'{v:>22.1f}' if v is not None else f'{"absent":>22}' for v in vals))
-        drops = [by.get((scenario, e), {}).get('metrics', {}).get('drop_pct') for e in executors]
-        if scenario.startswith('throughput'):
-            lines.append(f'{"":<18} {"drop_pct":<18}' + ''.join(
-                f'{d:>22.2f}' if d is not None else f'{"absent":>22}' for d in drops))
-    return '\n'.join(lines)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--quick', action='store_true', help='the default set (make bench)')
-    parser.add_argument('--full', action='store_true', help='longer windows, 5 repetitions')
-    parser.add_argument('--reps', type=int)
-    parser.add_argument('--seconds', type=float)
-    parser.add_argument('--warmup', type=float, default=1.0)
-    parser.add_argument('--scenarios', default=None,
-                        help=f'comma-separated; default (quick): {",".join(QUICK)}; --full: all')
-    parser.add_argument('--executors', default=','.join(RUST_EXECUTORS))
-    parser.add_argument('--output', type=Path, default=RESULTS / 'latest.json')
+    parser.add_argument('--full', action='store_true',
+                        help='every scenario, 10 s windows, 5 repetitions')
+    parser.add_argument('--reps', type=int, help='repetitions (default 3, --full 5)')
+    parser.add_argument('--seconds', type=float, help='measured window (default 3, --full 10)')
+    parser.add_argument('--warmup', type=float, default=1.0, help='warm-up before the window')
+    parser.add_argument('--scenarios', help='comma-separated (default: the quick set)')
+    parser.add_argument('--executors', default=','.join(EXECUTORS),
+                        help='comma-separated (default: all; missing ones are reported absent)')
+    parser.add_argument('--output-dir', type=Path, default=RESULTS)
+    parser.add_argument('--no-plots', action='store_true')
     args = parser.parse_args(argv)
     reps = args.reps or (5 if args.full else 3)
     seconds = args.seconds or (10.0 if args.full else 3.0)
-    chosen = args.scenarios or ','.join(
-        [*SCENARIOS, *TIMER_SCENARIOS] if args.full else QUICK)
-    scenarios = [s for s in chosen.split(',') if s]
+    scenarios = [s for s in (args.scenarios or ','.join(FULL if args.full else QUICK)).split(',')
+                 if s]
     executors = [e for e in args.executors.split(',') if e]
-    unknown = [s for s in scenarios if s not in SCENARIOS and s not in TIMER_SCENARIOS]
+    unknown = [s for s in scenarios if s not in FULL] + [e for e in executors if e not in EXECUTORS]
     if unknown:
-        parser.error(f'unknown scenarios: {unknown}; '
-                     f'known: {list(SCENARIOS) + list(TIMER_SCENARIOS)}')
+        parser.error(f'unknown scenarios or executors: {unknown}')
+
+    # Which pairs can run, and why the others cannot.
+    plan: dict[str, list[tuple[str, Path]]] = {}
+    absent: dict[tuple[str, str], str] = {}
+    for scenario in scenarios:
+        plan[scenario] = []
+        for executor in executors:
+            node, why = node_for(scenario, executor)
+            if node is not None:
+                plan[scenario].append((executor, node))
+            elif 'no timer workload' not in why and 'no message workload' not in why:
+                absent[(scenario, executor)] = why
 
     samples: dict[tuple[str, str], list[dict]] = {}
-    def executors_for(scenario: str) -> list[str]:
-        if scenario in TIMER_SCENARIOS:
-            return [e for e in executors if e in TIMER_EXECUTORS]
-        return executors
-
-    total = reps * sum(len(executors_for(s)) for s in scenarios)
+    total = reps * sum(len(pairs) for pairs in plan.values())
     done = 0
     started = time.monotonic()
     for rep in range(reps):
         for scenario in scenarios:
-            chosen_executors = executors_for(scenario)
-            shift = rep % len(chosen_executors)
-            order = chosen_executors[shift:] + chosen_executors[:shift]
-            for executor in order:
+            pairs = plan[scenario]
+            if not pairs:
+                continue
+            shift = rep % len(pairs)
+            for executor, node in pairs[shift:] + pairs[:shift]:
+                done += 1
+                if (scenario, executor) in absent:
+                    continue
                 load = load_average()
-                result = run_one(scenario, executor, seconds, args.warmup)
+                try:
+                    result = run_one(node, scenario, executor, seconds, args.warmup)
+                except NotAvailable as why:
+                    absent[(scenario, executor)] = str(why)
+                    continue
                 result['load_before'] = load
                 samples.setdefault((scenario, executor), []).append(result)
-                done += 1
-                headline, _ = HEADLINE.get(scenario, ('received_per_s', True))
-                print(f'[{done:>3}/{total}] rep {rep + 1} {scenario:<16} {executor:<12} '
-                      f'{headline}={result.get(headline)} drop%={result.get("drop_pct")} '
-                      f'load={load:.2f} ({time.monotonic() - started:.0f}s)', flush=True)
+                metric, _ = headline(scenario)
+                print(f'[{done:>3}/{total}] rep {rep + 1} {scenario:<20} {executor:<18} '
+                      f'{metric}={result.get(metric)} load={load:.2f} '
+                      f'({time.monotonic() - started:.0f}s)', flush=True)
 
     runs = []
     for (scenario, executor), group in samples.items():
@@ -236,20 +184,33 @@ def main(argv=None) -> int:
         runs.append({'scenario': scenario, 'executor': executor, 'reps': len(group),
                      'metrics': metrics, 'spread': spread,
                      'load_before': [g['load_before'] for g in group]})
+    for (scenario, executor), why in absent.items():
+        runs.append({'scenario': scenario, 'executor': executor, 'reps': 0,
+                     'metrics': None, 'absent': why})
+    order = {s: i for i, s in enumerate(scenarios)}
+    executor_order = {e: i for i, e in enumerate(EXECUTORS)}
+    runs.sort(key=lambda r: (order[r['scenario']], executor_order[r['executor']]))
     document = {
         'machine': machine(),
         'rmw': os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
-        'command': ' '.join(shlex.quote(a) for a in [sys.argv[0], *(argv or sys.argv[1:])]),
+        'command': ' '.join(shlex.quote(a) for a in
+                            ['benchmarks/harness/bench.py', *(argv or sys.argv[1:])]),
         'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
         'method': {'reps': reps, 'window_s': seconds, 'warmup_s': args.warmup,
-                   'interleaved': True, 'statistic': 'median, [min, max]'},
+                   'interleaved': True, 'statistic': 'median, spread [min, max]',
+                   'process': 'one process per run: publisher thread + executor thread(s)'},
         'runs': runs,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, indent=2) + '\n')
+    out = args.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    (out / 'latest.json').write_text(json.dumps(document, indent=2) + '\n')
+    report.write_csv(runs, out / 'latest.csv')
+    report.write_markdown(document, out / 'latest.md')
+    plots = [] if args.no_plots else report.write_plots(runs, out)
     print()
-    print(table(runs))
-    print(f'\nwrote {args.output}')
+    print(report.table(runs))
+    print(f'\nwrote {out}/latest.json, latest.csv, latest.md'
+          + (f' and {len(plots)} plots' if plots else ' (no plots: matplotlib missing)'))
     return 0
 
 

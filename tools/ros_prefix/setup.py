@@ -195,7 +195,7 @@ def ensure_venv(mode: str) -> None:
         tools = [
             line.split("#")[0].strip()
             for line in req_in.read_text().splitlines()
-            if line.strip().startswith(("colcon", "cargo-ament-build", "pytest"))
+            if line.strip().startswith(("colcon", "cargo-ament-build", "pytest", "matplotlib"))
         ]
         reqs = [*tools, "-c", str(lock)]
         log("installing colcon and its plugins into .ros/venv")

@@ -1,0 +1,176 @@
+"""Turning runs into a console table, CSV, a Markdown summary and PNG plots."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from scenarios import EXECUTORS, headline
+
+ORDER = list(EXECUTORS)
+
+
+def reference(runs: list[dict]) -> str:
+    """rclcpp_events when it ran, else rclrs_basic."""
+    ran = {r['executor'] for r in runs if r.get('metrics')}
+    return 'rclcpp_events' if 'rclcpp_events' in ran else 'rclrs_basic'
+
+
+def _value(by: dict, scenario: str, executor: str, metric: str):
+    run = by.get((scenario, executor))
+    if not run or not run.get('metrics'):
+        return None
+    return run['metrics'].get(metric)
+
+
+def table(runs: list[dict]) -> str:
+    by = {(r['scenario'], r['executor']): r for r in runs}
+    executors = [e for e in ORDER if any(r['executor'] == e for r in runs)]
+    ref = reference(runs)
+    width = 20
+    lines = [f'ratios against: {ref}', '']
+    header = f'{"scenario":<22} {"metric":<20}' + ''.join(f'{e:>{width}}' for e in executors)
+    lines += [header, '-' * len(header)]
+    for scenario in dict.fromkeys(r['scenario'] for r in runs):
+        metric, _ = headline(scenario)
+        ref_value = _value(by, scenario, ref, metric)
+        cells = []
+        for e in executors:
+            value = _value(by, scenario, e, metric)
+            if (scenario, e) not in by:
+                cells.append(f'{"":>{width}}')
+            elif value is None:
+                cells.append(f'{"absent":>{width}}')
+            else:
+                ratio = f' ({value / ref_value:.2f}x)' if ref_value else ''
+                cells.append(f'{value:>{width - len(ratio)}.1f}{ratio}')
+        lines.append(f'{scenario:<22} {metric:<20}' + ''.join(cells))
+        extra = ('drop_pct' if scenario.startswith('throughput') else
+                 'expected_fires' if scenario.startswith('simtime') else
+                 'timer_jitter_p99_us' if scenario.startswith('timer') else None)
+        if extra:
+            row = []
+            for e in executors:
+                value = _value(by, scenario, e, extra)
+                row.append(f'{"":>{width}}' if value is None else f'{value:>{width}.1f}')
+            lines.append(f'{"":<22} {extra:<20}' + ''.join(row))
+    absent = sorted({(r['executor'], r['absent']) for r in runs if r.get('absent')})
+    if absent:
+        lines.append('')
+        lines += [f'absent: {e}: {why}' for e, why in absent]
+    return '\n'.join(lines)
+
+
+def write_csv(runs: list[dict], path: Path) -> None:
+    keys = sorted({k for r in runs for k in (r.get('metrics') or {})})
+    with path.open('w', newline='') as out:
+        writer = csv.writer(out)
+        writer.writerow(['scenario', 'executor', 'reps', 'absent', *keys])
+        for r in runs:
+            m = r.get('metrics') or {}
+            writer.writerow([r['scenario'], r['executor'], r.get('reps', 0),
+                             r.get('absent', ''), *[m.get(k, '') for k in keys]])
+
+
+def write_markdown(document: dict, path: Path) -> None:
+    runs = document['runs']
+    m = document['machine']
+    lines = [
+        '# Executor comparison',
+        '',
+        f'- machine: {m["cpu"]}, {m["cores"]} cores, {m["memory_gib"]} GiB, kernel {m["kernel"]}',
+        f'- rmw: {document["rmw"]}, ROS {m["ros_distro"]}, commit {m["commit"]}',
+        f'- command: `{document["command"]}`',
+        f'- method: {document["method"]}',
+        '',
+        '```',
+        table(runs),
+        '```',
+        '',
+    ]
+    path.write_text('\n'.join(lines))
+
+
+def write_plots(runs: list[dict], directory: Path) -> list[Path]:
+    """Throughput and CPU bars, latency CDFs, timer jitter; skipped without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    by = {(r['scenario'], r['executor']): r for r in runs if r.get('metrics')}
+    executors = [e for e in ORDER if any(k[1] == e for k in by)]
+
+    def bars(scenarios, metric, title, ylabel, name):
+        scenarios = [s for s in scenarios if any((s, e) in by for e in executors)]
+        if not scenarios:
+            return
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        width = 0.8 / max(len(executors), 1)
+        for i, e in enumerate(executors):
+            values = [(by.get((s, e)) or {}).get('metrics', {}).get(metric) or 0
+                      for s in scenarios]
+            ax.bar([x + i * width for x in range(len(scenarios))], values, width, label=e)
+        ax.set_xticks([x + width * (len(executors) - 1) / 2 for x in range(len(scenarios))])
+        ax.set_xticklabels(scenarios, rotation=15)
+        ax.set_title(title)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        out = directory / name
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
+
+    scen = list(dict.fromkeys(r['scenario'] for r in runs))
+    bars([s for s in scen if s.startswith('throughput')], 'received_per_s',
+         'Throughput (messages received per second)', 'msg/s', 'throughput.png')
+    bars([s for s in scen if s.startswith('cpu')], 'cpu_executor_pct',
+         'Executor CPU at 10 kHz (% of one core)', '% CPU', 'cpu.png')
+    quantiles = [('latency_p50_us', 0.5), ('latency_p99_us', 0.99),
+                 ('latency_p999_us', 0.999), ('latency_max_us', 1.0)]
+    for scenario in [s for s in scen if s.startswith('latency')]:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for e in executors:
+            m = (by.get((scenario, e)) or {}).get('metrics')
+            if not m:
+                continue
+            points = [(m[k], q) for k, q in quantiles if m.get(k) is not None]
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker='o', label=e)
+        ax.set_xscale('log')
+        ax.set_xlabel('latency (µs)')
+        ax.set_ylabel('fraction of messages')
+        ax.set_title(f'{scenario}: latency quantiles (p50, p99, p99.9, max)')
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        out = directory / f'{scenario}_cdf.png'
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
+    timer = [s for s in scen if s.startswith('timer')]
+    if timer:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        labels, p50, p99 = [], [], []
+        for s in timer:
+            for e in executors:
+                m = (by.get((s, e)) or {}).get('metrics')
+                if m and m.get('timer_jitter_p99_us') is not None:
+                    labels.append(f'{s}\n{e}')
+                    p50.append(m.get('timer_jitter_p50_us') or 0)
+                    p99.append(m['timer_jitter_p99_us'])
+        ax.bar(range(len(labels)), p99, label='p99')
+        ax.bar(range(len(labels)), p50, label='p50')
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel('|period error| (µs)')
+        ax.set_title('Timer period jitter')
+        ax.legend()
+        fig.tight_layout()
+        out = directory / 'timer_jitter.png'
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
+    return written

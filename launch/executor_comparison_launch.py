@@ -1,0 +1,48 @@
+"""One message-passing benchmark run for one executor: a publisher thread and a
+subscription in one process, printing one JSON line (see benchmarks/harness/bench.py,
+which runs the same nodes side by side without `ros2 launch`).
+
+    ros2 launch rclrs_tokio executor_comparison_launch.py executor:=rclcpp_events payload:=65536
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl'}
+ARGUMENTS = [
+    ('executor', 'rclrs_tokio',
+     'Executor under test: rclrs_tokio, rclrs_basic, raw_rcl (no executor, the floor), '
+     'rclcpp_single, rclcpp_multi, rclcpp_events or rclcpp_events_cbg'),
+    ('payload', '0', 'Payload size of each BenchMessage, in bytes'),
+    ('reliability', 'reliable', 'QoS reliability: reliable or best_effort'),
+    ('depth', '1000', 'QoS history depth (keep last)'),
+    ('rate_hz', '0', 'Publishing rate in Hz; 0 publishes as fast as possible'),
+    ('seconds', '3', 'Length of the measured window, in seconds'),
+    ('warmup', '1', 'Warm-up before the measured window, in seconds'),
+    ('latency', 'false', 'Record per-message latency (true or false)'),
+    ('callback', 'node', 'Rust only: node-level (node) or Worker (worker) subscription'),
+]
+
+
+def _node(context):
+    get = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    executor = get['executor']
+    package, executable = (('rclrs_tokio_benchmarks', 'bench_node') if executor in RUST
+                           else ('rclcpp_events_bridge', 'bench_node_cpp'))
+    arguments = ['--executor', executor, '--payload', get['payload'],
+                 '--reliability', get['reliability'], '--depth', get['depth'],
+                 '--rate-hz', get['rate_hz'], '--seconds', get['seconds'],
+                 '--warmup-s', get['warmup'], '--callback', get['callback']]
+    if get['latency'].lower() == 'true':
+        arguments.append('--latency')
+    return [Node(package=package, executable=executable, name=f'bench_{executor}',
+                 arguments=arguments, output='screen')]
+
+
+def generate_launch_description():
+    return LaunchDescription(
+        [DeclareLaunchArgument(name, default_value=default, description=description)
+         for name, default, description in ARGUMENTS]
+        + [OpaqueFunction(function=_node)])

@@ -1,0 +1,47 @@
+"""One timer benchmark run for one executor: a steady timer's rate and jitter, or a
+node-time timer under simulated time driven by an in-process /clock publisher.
+
+    ros2 launch rclrs_tokio timer_comparison_launch.py executor:=rclcpp_events rate_hz:=1000
+    ros2 launch rclrs_tokio timer_comparison_launch.py sim_speed:=10 period:=1
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+RUST = {'rclrs_tokio', 'rclrs_basic'}
+ARGUMENTS = [
+    ('executor', 'rclrs_tokio',
+     'Executor under test: rclrs_tokio, rclrs_basic, rclcpp_single, rclcpp_multi, '
+     'rclcpp_events or rclcpp_events_cbg'),
+    ('rate_hz', '1000', 'Steady-clock timer rate in Hz (ignored with sim_speed)'),
+    ('sim_speed', '',
+     'Run under use_sim_time with /clock at this multiple of real time (0 = paused); '
+     'empty for a steady-clock timer'),
+    ('period', '1', 'Sim-time timer period, in seconds of ROS time'),
+    ('clock_hz', '100', 'How often /clock is published, in Hz of wall time'),
+    ('seconds', '3', 'Length of the measured window, in seconds of wall time'),
+]
+
+
+def _node(context):
+    get = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    executor = get['executor']
+    package, executable = (('rclrs_tokio_benchmarks', 'timer_node') if executor in RUST
+                           else ('rclcpp_events_bridge', 'timer_node_cpp'))
+    arguments = ['--executor', executor, '--seconds', get['seconds']]
+    if get['sim_speed']:
+        arguments += ['--sim-speed', get['sim_speed'], '--period-s', get['period'],
+                      '--clock-hz', get['clock_hz']]
+    else:
+        arguments += ['--rate-hz', get['rate_hz']]
+    return [Node(package=package, executable=executable, name=f'timer_{executor}',
+                 arguments=arguments, output='screen')]
+
+
+def generate_launch_description():
+    return LaunchDescription(
+        [DeclareLaunchArgument(name, default_value=default, description=description)
+         for name, default, description in ARGUMENTS]
+        + [OpaqueFunction(function=_node)])

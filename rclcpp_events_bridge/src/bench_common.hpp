@@ -1,0 +1,416 @@
+// Shared pieces of the rclcpp comparison nodes: the `--key value` argument reader, the
+// clocks, latency/jitter percentiles, number formatting that matches the Rust nodes'
+// JSON, and the executor factory.
+//
+// Everything here mirrors rclrs_tokio_benchmarks (benchmarks/src/lib.rs) so that a row
+// printed by `bench_node_cpp` / `timer_node_cpp` can sit next to one printed by
+// `bench_node` / `timer_node` without any translation in the harness.
+
+#ifndef RCLCPP_EVENTS_BRIDGE__BENCH_COMMON_HPP_
+#define RCLCPP_EVENTS_BRIDGE__BENCH_COMMON_HPP_
+
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "rclcpp/rclcpp.hpp"
+#include "rclcpp/version.h"
+#include "rclcpp/experimental/executors/events_executor/events_executor.hpp"
+
+// The EventsCBGExecutor only exists in newer rclcpp releases (it is not in Kilted's
+// rclcpp 29.x). Its header sits under `experimental/`, but the class has been declared
+// in `rclcpp::executors` so far; the lookup below finds it in either namespace.
+#if defined(__has_include)
+#  if __has_include("rclcpp/experimental/executors/events_cbg_executor/events_cbg_executor.hpp")
+#    include "rclcpp/experimental/executors/events_cbg_executor/events_cbg_executor.hpp"
+#    define RCLCPP_EVENTS_BRIDGE_HAS_CBG 1
+#  endif
+#endif
+#ifndef RCLCPP_EVENTS_BRIDGE_HAS_CBG
+#  define RCLCPP_EVENTS_BRIDGE_HAS_CBG 0
+#endif
+
+#if RCLCPP_EVENTS_BRIDGE_HAS_CBG
+// Declare both candidate namespaces (harmless if empty) so that both using-directives
+// are valid; the unqualified name then resolves to the one that really has the class.
+namespace rclcpp::executors {}
+namespace rclcpp::experimental::executors {}
+namespace rclcpp_events_bridge_cbg_lookup
+{
+using namespace rclcpp::executors;               // NOLINT(build/namespaces)
+using namespace rclcpp::experimental::executors;  // NOLINT(build/namespaces)
+using EventsCBG = EventsCBGExecutor;
+}  // namespace rclcpp_events_bridge_cbg_lookup
+#endif
+
+namespace bench
+{
+
+// ---------------------------------------------------------------------------------------
+// Errors and exit codes
+// ---------------------------------------------------------------------------------------
+
+/// Exit code for a bad argument or a failed run (the Rust nodes use 2 as well).
+constexpr int kExitError = 2;
+/// Exit code for an executor this rclcpp does not provide: the harness reports it absent.
+constexpr int kExitUnavailable = 3;
+
+/// Thrown when `--executor` names an executor the installed rclcpp lacks.
+class ExecutorUnavailable : public std::runtime_error
+{
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// ---------------------------------------------------------------------------------------
+// Clocks
+// ---------------------------------------------------------------------------------------
+
+/// Nanoseconds of a POSIX clock.
+inline int64_t clock_ns(clockid_t clock)
+{
+  timespec t{};
+  clock_gettime(clock, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000LL + static_cast<int64_t>(t.tv_nsec);
+}
+
+/// CLOCK_MONOTONIC: one clock for every process on the machine, as in the Rust nodes,
+/// so `send_time_ns` stamps compare across processes too.
+inline int64_t monotonic_ns() {return clock_ns(CLOCK_MONOTONIC);}
+
+/// CPU time of the whole process.
+inline int64_t process_cpu_ns() {return clock_ns(CLOCK_PROCESS_CPUTIME_ID);}
+
+/// CPU time of the calling thread.
+inline int64_t thread_cpu_ns() {return clock_ns(CLOCK_THREAD_CPUTIME_ID);}
+
+/// Seconds as a std::chrono duration (nanosecond resolution).
+inline std::chrono::nanoseconds seconds_to_ns(double seconds)
+{
+  return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(seconds * 1e9)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Arguments
+// ---------------------------------------------------------------------------------------
+
+/// `--key value` and `--flag` arguments, ignoring everything from `--ros-args` to `--`
+/// (the same rules as the Rust `Args`): a flag followed by another `--…` argument or by
+/// nothing is "true"; a later occurrence of a key replaces an earlier one.
+class Args
+{
+public:
+  Args(int argc, const char * const * argv)
+  {
+    bool in_ros_args = false;
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--ros-args") {
+        in_ros_args = true;
+        continue;
+      }
+      if (in_ros_args) {
+        if (arg == "--") {
+          in_ros_args = false;
+        }
+        continue;
+      }
+      if (arg.rfind("--", 0) != 0) {
+        continue;
+      }
+      std::string value = "true";
+      if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
+        value = argv[++i];
+      }
+      values_[arg.substr(2)] = value;
+    }
+  }
+
+  /// The string value of `--key`, or `fallback`.
+  std::string string(const std::string & key, const std::string & fallback) const
+  {
+    auto it = values_.find(key);
+    return it == values_.end() ? fallback : it->second;
+  }
+
+  /// True when `--key` was given at all.
+  bool has(const std::string & key) const {return values_.count(key) != 0;}
+
+  /// The value of `--key` parsed as T, or `fallback`. A value that does not parse
+  /// throws an error naming the argument.
+  template<typename T>
+  T get(const std::string & key, T fallback) const
+  {
+    auto it = values_.find(key);
+    if (it == values_.end()) {
+      return fallback;
+    }
+    T out{};
+    if (!parse(it->second, out)) {
+      throw std::runtime_error("--" + key + ": cannot parse \"" + it->second + "\"");
+    }
+    return out;
+  }
+
+private:
+  static bool parse(const std::string & s, bool & out)
+  {
+    if (s == "true") {
+      out = true;
+      return true;
+    }
+    if (s == "false") {
+      out = false;
+      return true;
+    }
+    return false;
+  }
+
+  static bool parse(const std::string & s, double & out)
+  {
+    if (s.empty()) {
+      return false;
+    }
+    char * end = nullptr;
+    out = std::strtod(s.c_str(), &end);
+    return end == s.c_str() + s.size();
+  }
+
+  // Unsigned integers: digits only (an optional leading '+'), no sign games of strtoull.
+  template<typename U>
+  static bool parse_unsigned(const std::string & s, U & out)
+  {
+    const char * first = s.data();
+    const char * last = s.data() + s.size();
+    if (first != last && *first == '+') {
+      ++first;
+    }
+    if (first == last) {
+      return false;
+    }
+    auto [ptr, ec] = std::from_chars(first, last, out);
+    return ec == std::errc() && ptr == last;
+  }
+
+  static bool parse(const std::string & s, uint64_t & out) {return parse_unsigned(s, out);}
+  static bool parse(const std::string & s, uint32_t & out) {return parse_unsigned(s, out);}
+
+  std::map<std::string, std::string> values_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Statistics and formatting
+// ---------------------------------------------------------------------------------------
+
+/// Samples in nanoseconds, summarised as nearest-rank percentiles (as `Latencies`).
+class Latencies
+{
+public:
+  void push(int64_t ns) {samples_ns_.push_back(ns);}
+  size_t size() const {return samples_ns_.size();}
+
+  /// The `q` quantile (0..1) in microseconds, nearest rank; false when empty.
+  bool quantile_us(double q, double & out) const
+  {
+    if (samples_ns_.empty()) {
+      return false;
+    }
+    std::vector<int64_t> sorted = samples_ns_;
+    std::sort(sorted.begin(), sorted.end());
+    const double clamped = std::min(1.0, std::max(0.0, q));
+    auto rank = static_cast<size_t>(std::ceil(clamped * static_cast<double>(sorted.size())));
+    rank = std::max<size_t>(rank, 1);
+    out = static_cast<double>(sorted[rank - 1]) / 1000.0;
+    return true;
+  }
+
+private:
+  std::vector<int64_t> samples_ns_;
+};
+
+/// A number with `decimals` digits after the point (Rust's `{:.N}`); JSON `null` when
+/// the value is not finite.
+inline std::string fixed(double value, int decimals)
+{
+  if (!std::isfinite(value)) {
+    return "null";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+  return buf;
+}
+
+/// A number as Rust's `Display` for f64 prints it: the shortest decimal that reads back
+/// to the same value, never in exponent form, without a trailing ".0" (1000.0 -> "1000").
+inline std::string display(double value)
+{
+  if (!std::isfinite(value)) {
+    return "null";
+  }
+  char buf[400];  // the longest fixed form of a double is ~330 characters
+  auto result = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::fixed);
+  if (result.ec != std::errc()) {
+    return fixed(value, 6);
+  }
+  return std::string(buf, result.ptr);
+}
+
+/// A percentile with one decimal, or `null` when there are no samples.
+inline std::string quantile(const Latencies & samples, double q)
+{
+  double us = 0.0;
+  return samples.quantile_us(q, us) ? fixed(us, 1) : std::string("null");
+}
+
+// ---------------------------------------------------------------------------------------
+// Executors
+// ---------------------------------------------------------------------------------------
+
+/// The executor names these nodes accept, for error messages.
+constexpr const char * kExecutorNames =
+  "rclcpp_single, rclcpp_multi, rclcpp_events or rclcpp_events_cbg";
+
+/// Whether this build has the EventsCBGExecutor.
+constexpr bool kHasEventsCbg = RCLCPP_EVENTS_BRIDGE_HAS_CBG != 0;
+
+/// Check `name` before anything is set up: throws ExecutorUnavailable when this rclcpp
+/// lacks the executor and std::invalid_argument for a name that is not an rclcpp one.
+inline void validate_executor(const std::string & name)
+{
+  if (name == "rclcpp_single" || name == "rclcpp_multi" || name == "rclcpp_events") {
+    return;
+  }
+  if (name == "rclcpp_events_cbg") {
+    if (kHasEventsCbg) {
+      return;
+    }
+    throw ExecutorUnavailable(
+            "--executor rclcpp_events_cbg: the EventsCBGExecutor is not available in this "
+            "rclcpp (" + std::to_string(RCLCPP_VERSION_MAJOR) + "." +
+            std::to_string(RCLCPP_VERSION_MINOR) + "." + std::to_string(RCLCPP_VERSION_PATCH) +
+            ")");
+  }
+  throw std::invalid_argument("--executor " + name + ": use " + kExecutorNames);
+}
+
+/// Create the executor called `name` (see validate_executor for what it throws).
+/// `threads` is the pool size of the multi-threaded executors; 0 picks 2, the size the
+/// comparison uses (MultiThreadedExecutor's own default would be the core count).
+inline std::unique_ptr<rclcpp::Executor> make_executor(const std::string & name, size_t threads)
+{
+  validate_executor(name);
+  const size_t pool = threads > 0 ? threads : 2;
+  const rclcpp::ExecutorOptions options;
+  if (name == "rclcpp_single") {
+    return std::make_unique<rclcpp::executors::SingleThreadedExecutor>(options);
+  }
+  if (name == "rclcpp_multi") {
+    return std::make_unique<rclcpp::executors::MultiThreadedExecutor>(options, pool);
+  }
+  if (name == "rclcpp_events") {
+    // The default events queue; timers run on the spinning thread.
+    return std::make_unique<rclcpp::experimental::executors::EventsExecutor>();
+  }
+#if RCLCPP_EVENTS_BRIDGE_HAS_CBG
+  return std::make_unique<rclcpp_events_bridge_cbg_lookup::EventsCBG>(options, pool);
+#else
+  throw std::logic_error("unreachable: validate_executor accepted " + name);
+#endif
+}
+
+/// Run `body` as a node's main: report errors on stderr as "<program>: <error>" and turn
+/// them into the exit codes the harness expects (3 = executor absent, 2 = failure).
+inline int guarded_main(const char * program, const std::function<int()> & body)
+{
+  try {
+    return body();
+  } catch (const ExecutorUnavailable & e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    if (rclcpp::ok()) {
+      rclcpp::shutdown();
+    }
+    return kExitUnavailable;
+  } catch (const std::exception & e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    if (rclcpp::ok()) {
+      rclcpp::shutdown();
+    }
+    return kExitError;
+  }
+}
+
+/// Runs `executor->spin()` on its own thread and stops it on request.
+///
+/// Stopping calls `cancel()` until `spin()` has returned, so a cancel that lands before
+/// the spin thread entered `spin()` cannot leave it spinning forever.
+class SpinThread
+{
+public:
+  explicit SpinThread(rclcpp::Executor & executor)
+  : executor_(executor),
+    thread_([this] {
+        try {
+          executor_.spin();
+        } catch (const std::exception & e) {
+          error_ = e.what();
+        }
+        done_.store(true);
+      })
+  {
+  }
+
+  SpinThread(const SpinThread &) = delete;
+  SpinThread & operator=(const SpinThread &) = delete;
+
+  ~SpinThread() {stop();}
+
+  /// Stop spinning and join; returns the error `spin()` threw, if any ("" otherwise).
+  std::string stop()
+  {
+    if (thread_.joinable()) {
+      while (!done_.load()) {
+        executor_.cancel();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      thread_.join();
+    }
+    return error_;
+  }
+
+private:
+  rclcpp::Executor & executor_;
+  std::atomic<bool> done_{false};
+  std::string error_;
+  std::thread thread_;  // last: starts after the members it uses exist
+};
+
+/// Block until `count()` is non-zero, or throw `what` after 20 s (as the Rust nodes).
+inline void wait_for_match(const std::function<size_t()> & count, const std::string & what)
+{
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (count() == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error(what);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace bench
+
+#endif  // RCLCPP_EVENTS_BRIDGE__BENCH_COMMON_HPP_

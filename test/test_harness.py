@@ -1,0 +1,79 @@
+"""The benchmark harness, run for real with tiny windows: every scenario of the full set
+for every executor whose nodes are installed. The numbers must be sane, the outputs
+well-formed, and executors that cannot run (rclcpp without a ROS install) absent with a
+reason rather than made up."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks' / 'harness'))
+
+from scenarios import EXECUTORS, FULL, TIMER_SCENARIOS, find_installed  # noqa: E402
+
+
+def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / 'benchmarks' / 'harness' / 'bench.py'), '--full',
+         '--reps', '1', '--seconds', '0.4', '--warmup', '0.1', '--output-dir', str(tmp_path)],
+        capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 'ratios against' in proc.stdout
+
+    document = json.loads((tmp_path / 'latest.json').read_text())
+    assert document['machine']['cores'] >= 1
+    assert document['rmw'] and document['command']
+    runs = document['runs']
+    seen = {(r['scenario'], r['executor']) for r in runs}
+    for scenario in FULL:
+        for executor in ['rclrs_tokio', 'rclrs_basic']:
+            assert (scenario, executor) in seen, (scenario, executor)
+
+    for run in runs:
+        if run.get('absent'):
+            assert run['metrics'] is None and run['reps'] == 0
+            continue
+        m = run['metrics']
+        assert run['reps'] == 1
+        assert m['cpu_process_pct'] is not None and m['cpu_process_pct'] >= 0
+        if run['scenario'] in TIMER_SCENARIOS:
+            if run['scenario'].startswith('timer'):
+                assert m['fires'] > 0 and m['timer_rate_hz'] > 0
+            elif run['scenario'] != 'simtime_paused':
+                assert m['expected_fires'] > 0
+            else:
+                assert m['fires'] == 0
+        else:
+            assert m['received_per_s'] > 0, run
+            assert m['cpu_executor_pct'] >= 0
+            assert 0 <= m['drop_pct'] <= 100
+            if run['scenario'].startswith('latency'):
+                assert 0 < m['latency_p50_us'] <= m['latency_p99_us'] <= m['latency_max_us']
+
+    rows = list(csv.DictReader((tmp_path / 'latest.csv').open()))
+    assert len(rows) == len(runs)
+    assert '# Executor comparison' in (tmp_path / 'latest.md').read_text()
+
+
+def test_rclcpp_rows_are_absent_not_made_up_without_rclcpp(tmp_path):
+    rclcpp_installed = find_installed('rclcpp_events_bridge', 'bench_node_cpp') is not None
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / 'benchmarks' / 'harness' / 'bench.py'),
+         '--scenarios', 'throughput_0B', '--executors', 'rclrs_basic,rclcpp_events',
+         '--reps', '1', '--seconds', '0.3', '--warmup', '0.1', '--no-plots',
+         '--output-dir', str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = json.loads((tmp_path / 'latest.json').read_text())['runs']
+    rclcpp = [r for r in runs if r['executor'] == 'rclcpp_events']
+    assert len(rclcpp) == 1
+    if rclcpp_installed:
+        assert rclcpp[0]['metrics']['received_per_s'] > 0
+    else:
+        assert rclcpp[0]['metrics'] is None
+        assert 'rclcpp is not installed' in rclcpp[0]['absent']
+        assert 'absent: rclcpp_events' in proc.stdout
+    assert set(EXECUTORS) >= {r['executor'] for r in runs}
