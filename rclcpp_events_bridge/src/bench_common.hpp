@@ -32,11 +32,16 @@
 #include "rclcpp/version.h"
 #include "rclcpp/experimental/executors/events_executor/events_executor.hpp"
 
-// The EventsCBGExecutor only exists in newer rclcpp releases (it is not in Kilted's
-// rclcpp 29.x). Its header sits under `experimental/`, but the class has been declared
-// in `rclcpp::executors` so far; the lookup below finds it in either namespace.
-#if defined(__has_include)
-#  if __has_include("rclcpp/experimental/executors/events_cbg_executor/events_cbg_executor.hpp")
+// The EventsCBGExecutor only exists in newer rclcpp releases: Kilted backported it in
+// rclcpp 29.5.9 as `rclcpp/executors/events_cbg_executor/…`, Rolling has it under
+// `rclcpp/experimental/executors/events_cbg_executor/…`. The class has been declared in
+// `rclcpp::executors` in both so far; the lookup below finds it in either namespace.
+// Defining RCLCPP_EVENTS_BRIDGE_HAS_CBG=0 on the command line forces the absent path.
+#if !defined(RCLCPP_EVENTS_BRIDGE_HAS_CBG) && defined(__has_include)
+#  if __has_include("rclcpp/executors/events_cbg_executor/events_cbg_executor.hpp")
+#    include "rclcpp/executors/events_cbg_executor/events_cbg_executor.hpp"
+#    define RCLCPP_EVENTS_BRIDGE_HAS_CBG 1
+#  elif __has_include("rclcpp/experimental/executors/events_cbg_executor/events_cbg_executor.hpp")
 #    include "rclcpp/experimental/executors/events_cbg_executor/events_cbg_executor.hpp"
 #    define RCLCPP_EVENTS_BRIDGE_HAS_CBG 1
 #  endif

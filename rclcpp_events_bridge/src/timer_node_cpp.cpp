@@ -1,0 +1,256 @@
+// Timer benchmarks in one process with an rclcpp executor, printing one JSON line.
+//
+//   timer_node_cpp --executor rclcpp_single|rclcpp_multi|rclcpp_events|rclcpp_events_cbg
+//                  --rate-hz R [--seconds S] [--warmup-s W]
+//   timer_node_cpp --executor ... --sim-speed X [--period-s P] [--seconds S] [--clock-hz H]
+//
+// The C++ twin of benchmarks/src/bin/timer_node.rs, with the same flags and JSON keys.
+//
+// Without `--sim-speed`: a steady-clock (wall) timer at R Hz; reports the rate it
+// achieved and the jitter of the period (|interval - period|).
+//
+// With `--sim-speed X`: a node with `use_sim_time:=true` and a timer on the node's (ROS)
+// clock with period P; another node publishes `/clock` at H Hz (wall), advancing
+// X x 1/H seconds of ROS time per message (X = 0 keeps publishing the same time: paused).
+// Reports the fires seen against the fires due, and the process CPU. The sim-time node
+// is created with `use_clock_thread(false)`, so its /clock subscription is served by
+// the executor under test (as in rclrs) rather than by rclcpp's private clock thread.
+//
+// Exit codes: 0 ok, 2 bad argument or failed run, 3 executor not in this rclcpp.
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "builtin_interfaces/msg/time.hpp"
+#include "rclcpp/rclcpp.hpp"
+#include "rosgraph_msgs/msg/clock.hpp"
+
+#include "bench_common.hpp"
+
+namespace
+{
+
+using Clock = std::chrono::steady_clock;
+
+/// CLOCK_MONOTONIC stamps of timer fires, written by the timer callback.
+struct Fires
+{
+  std::mutex mutex;
+  std::vector<int64_t> stamps;
+
+  void push(int64_t ns)
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stamps.push_back(ns);
+  }
+};
+
+/// Rejects negative, NaN and infinite durations/rates with the argument's name.
+double non_negative(const char * name, double value)
+{
+  if (!(value >= 0.0) || !std::isfinite(value)) {
+    throw std::invalid_argument(std::string(name) + ": must be a finite number >= 0");
+  }
+  return value;
+}
+
+/// Rejects zero too, for values that are divided by.
+double positive(const char * name, double value)
+{
+  if (!(non_negative(name, value) > 0.0)) {
+    throw std::invalid_argument(std::string(name) + ": must be > 0");
+  }
+  return value;
+}
+
+/// Sim-time mode: a node-time timer driven by an in-process /clock publisher.
+std::string run_sim_time(
+  const bench::Args & args, const std::string & executor_name, rclcpp::Executor & executor,
+  double speed, double seconds, const std::string & pid)
+{
+  const double period_s = positive("--period-s", args.get<double>("period-s", 1.0));
+  const double clock_hz = positive("--clock-hz", args.get<double>("clock-hz", 100.0));
+  Fires fires;
+
+  auto node = std::make_shared<rclcpp::Node>(
+    "timer_sim_" + pid,
+    rclcpp::NodeOptions()
+    .arguments({"--ros-args", "-p", "use_sim_time:=true"})
+    .use_clock_thread(false));
+  auto timer = rclcpp::create_timer(
+    node, node->get_clock(), rclcpp::Duration::from_seconds(period_s),
+    [&fires] {fires.push(bench::monotonic_ns());});
+
+  auto clock_node = std::make_shared<rclcpp::Node>("clock_pub_" + pid);
+  auto clock_pub = clock_node->create_publisher<rosgraph_msgs::msg::Clock>(
+    "/clock", rclcpp::QoS(rclcpp::KeepLast(10)).reliable());
+  bench::wait_for_match(
+    [&clock_pub] {return clock_pub->get_subscription_count();},
+    "the /clock subscription never matched");
+
+  executor.add_node(node);
+  executor.add_node(clock_node);
+  bench::SpinThread spinning(executor);
+
+  // Start ROS time at 1000 s, then advance it `speed` times wall time.
+  constexpr int64_t start_ns = 1000LL * 1000000000LL;
+  auto publish = [&clock_pub](int64_t ns) {
+      rosgraph_msgs::msg::Clock msg;
+      msg.clock.sec = static_cast<int32_t>(ns / 1000000000LL);
+      msg.clock.nanosec = static_cast<uint32_t>(ns % 1000000000LL);
+      clock_pub->publish(msg);
+    };
+  publish(start_ns);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    std::lock_guard<std::mutex> lock(fires.mutex);
+    fires.stamps.clear();
+  }
+
+  const int64_t cpu0 = bench::process_cpu_ns();
+  const auto wall0 = Clock::now();
+  const auto duration = bench::seconds_to_ns(seconds);
+  const double step_ns = 1e9 / clock_hz;
+  uint64_t n = 0;
+  int64_t sim_ns = start_ns;
+  while (Clock::now() - wall0 < duration) {
+    ++n;
+    std::this_thread::sleep_until(
+      wall0 + std::chrono::nanoseconds(static_cast<int64_t>(step_ns * static_cast<double>(n))));
+    const double elapsed_s = std::chrono::duration<double>(Clock::now() - wall0).count();
+    sim_ns = start_ns + static_cast<int64_t>(speed * elapsed_s * 1e9);
+    publish(sim_ns);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
+  const double cpu = static_cast<double>(bench::process_cpu_ns() - cpu0) / 1e9;
+
+  const std::string spin_error = spinning.stop();
+  if (!spin_error.empty()) {
+    throw std::runtime_error("spin: " + spin_error);
+  }
+  executor.remove_node(clock_node);
+  executor.remove_node(node);
+
+  const double sim_s = static_cast<double>(sim_ns - start_ns) / 1e9;
+  const auto expected = static_cast<uint64_t>(std::floor(sim_s / period_s));
+  size_t fired = 0;
+  {
+    std::lock_guard<std::mutex> lock(fires.mutex);
+    fired = fires.stamps.size();
+  }
+  char line[512];
+  std::snprintf(
+    line, sizeof(line),
+    "{\"executor\": \"%s\", \"sim_speed\": %s, \"period_s\": %s, \"wall_s\": %s, "
+    "\"sim_s\": %s, \"fires\": %zu, \"expected_fires\": %llu, \"cpu_process_pct\": %s}",
+    executor_name.c_str(), bench::display(speed).c_str(), bench::display(period_s).c_str(),
+    bench::fixed(wall, 3).c_str(), bench::fixed(sim_s, 3).c_str(), fired,
+    static_cast<unsigned long long>(expected), bench::fixed(100.0 * cpu / wall, 2).c_str());
+  return line;
+}
+
+/// Rate mode: a steady-clock timer at `--rate-hz`, its rate and period jitter.
+std::string run_rate(
+  const bench::Args & args, const std::string & executor_name, rclcpp::Executor & executor,
+  double seconds, double warmup, const std::string & pid)
+{
+  const double rate_hz = positive("--rate-hz", args.get<double>("rate-hz", 1000.0));
+  Fires fires;
+  std::atomic<bool> recording{false};
+
+  auto node = std::make_shared<rclcpp::Node>("timer_rate_" + pid);
+  // create_wall_timer: an RCL_STEADY_TIME timer, the counterpart of the Rust node's
+  // plain-Duration (steady) timer.
+  auto timer = node->create_wall_timer(
+    bench::seconds_to_ns(1.0 / rate_hz),
+    [&fires, &recording] {
+      if (recording.load(std::memory_order_relaxed)) {
+        fires.push(bench::monotonic_ns());
+      }
+    });
+
+  executor.add_node(node);
+  bench::SpinThread spinning(executor);
+  std::this_thread::sleep_for(bench::seconds_to_ns(warmup));
+  const int64_t cpu0 = bench::process_cpu_ns();
+  const int64_t t0 = bench::monotonic_ns();
+  recording.store(true, std::memory_order_relaxed);
+  std::this_thread::sleep_for(bench::seconds_to_ns(seconds));
+  recording.store(false, std::memory_order_relaxed);
+  const int64_t t1 = bench::monotonic_ns();
+  const double cpu = static_cast<double>(bench::process_cpu_ns() - cpu0) / 1e9;
+
+  const std::string spin_error = spinning.stop();
+  if (!spin_error.empty()) {
+    throw std::runtime_error("spin: " + spin_error);
+  }
+  executor.remove_node(node);
+
+  std::lock_guard<std::mutex> lock(fires.mutex);
+  const std::vector<int64_t> & stamps = fires.stamps;
+  const double wall = static_cast<double>(t1 - t0) / 1e9;
+  const double period_ns = 1e9 / rate_hz;
+  bench::Latencies jitter;
+  for (size_t i = 1; i < stamps.size(); ++i) {
+    const double interval = static_cast<double>(stamps[i] - stamps[i - 1]);
+    jitter.push(static_cast<int64_t>(std::fabs(interval - period_ns)));
+  }
+  char line[512];
+  std::snprintf(
+    line, sizeof(line),
+    "{\"executor\": \"%s\", \"rate_hz\": %s, \"window_s\": %s, \"fires\": %zu, "
+    "\"expected_fires\": %llu, \"timer_rate_hz\": %s, \"timer_jitter_p50_us\": %s, "
+    "\"timer_jitter_p99_us\": %s, \"timer_jitter_max_us\": %s, \"cpu_process_pct\": %s}",
+    executor_name.c_str(), bench::display(rate_hz).c_str(), bench::fixed(wall, 3).c_str(),
+    stamps.size(), static_cast<unsigned long long>(std::llround(wall * rate_hz)),
+    bench::fixed(static_cast<double>(stamps.size()) / wall, 1).c_str(),
+    bench::quantile(jitter, 0.5).c_str(), bench::quantile(jitter, 0.99).c_str(),
+    bench::quantile(jitter, 1.0).c_str(), bench::fixed(100.0 * cpu / wall, 2).c_str());
+  return line;
+}
+
+int run(int argc, char ** argv)
+{
+  const bench::Args args(argc, argv);
+  const std::string executor_name = args.string("executor", "rclcpp_events");
+  const double seconds = non_negative("--seconds", args.get<double>("seconds", 3.0));
+  const double warmup = non_negative("--warmup-s", args.get<double>("warmup-s", 0.5));
+  const bool sim_mode = args.has("sim-speed");
+  const double speed =
+    sim_mode ? non_negative("--sim-speed", args.get<double>("sim-speed", 0.0)) : 0.0;
+  // An executor this rclcpp lacks is reported (exit 3) before anything is set up.
+  bench::validate_executor(executor_name);
+
+  rclcpp::init(argc, argv);
+  const std::string pid = std::to_string(::getpid());
+  std::string result;
+  {
+    auto executor = bench::make_executor(executor_name, 0);
+    result = sim_mode ?
+      run_sim_time(args, executor_name, *executor, speed, seconds, pid) :
+      run_rate(args, executor_name, *executor, seconds, warmup, pid);
+  }
+  std::printf("%s\n", result.c_str());
+  std::fflush(stdout);
+  rclcpp::shutdown();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char ** argv)
+{
+  return bench::guarded_main("timer_node_cpp", [&] {return run(argc, argv);});
+}
