@@ -1,8 +1,12 @@
-"""One message-passing benchmark run for one executor: a publisher thread and a
-subscription in one process, printing one JSON line (see benchmarks/harness/bench.py,
-which runs the same nodes side by side without `ros2 launch`).
+"""One message-passing benchmark run for one executor: a publisher thread and
+`subscriptions` subscriptions on one topic in one process (the stream workload, role both),
+printing one JSON line (see benchmarks/harness/bench.py, which runs the same nodes side by
+side without `ros2 launch`). With subscriptions > 1 it is the fanout scenario: the
+subscriptions are spread round-robin over `workers` Rust Workers or rclcpp
+MutuallyExclusive callback groups.
 
     ros2 launch rclrs_tokio executor_comparison_launch.py executor:=rclcpp_events payload:=65536
+    ros2 launch rclrs_tokio executor_comparison_launch.py subscriptions:=8 workers:=2
 """
 
 from launch import LaunchDescription
@@ -23,6 +27,11 @@ ARGUMENTS = [
     ('warmup', '1', 'Warm-up before the measured window, in seconds'),
     ('latency', 'false', 'Record per-message latency (true or false)'),
     ('callback', 'node', 'Rust only: node-level (node) or Worker (worker) subscription'),
+    ('subscriptions', '1',
+     'Subscriptions on the one topic (fanout); received counts deliveries summed over them'),
+    ('workers', '1',
+     'Groups the subscriptions are spread over round-robin: Rust Workers or rclcpp '
+     'MutuallyExclusive callback groups (raw_rcl: always one Worker)'),
 ]
 
 
@@ -31,10 +40,11 @@ def _node(context):
     executor = get['executor']
     package, executable = (('rclrs_tokio_benchmarks', 'bench_node') if executor in RUST
                            else ('rclcpp_events_bridge', 'bench_node_cpp'))
-    arguments = ['--executor', executor, '--payload', get['payload'],
+    arguments = ['--workload', 'stream', '--executor', executor, '--payload', get['payload'],
                  '--reliability', get['reliability'], '--depth', get['depth'],
                  '--rate-hz', get['rate_hz'], '--seconds', get['seconds'],
-                 '--warmup-s', get['warmup'], '--callback', get['callback']]
+                 '--warmup-s', get['warmup'], '--callback', get['callback'],
+                 '--subscriptions', get['subscriptions'], '--workers', get['workers']]
     if get['latency'].lower() == 'true':
         arguments.append('--latency')
     return [Node(package=package, executable=executable, name=f'bench_{executor}',

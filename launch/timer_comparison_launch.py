@@ -36,7 +36,10 @@ def _node(context):
                       '--clock-hz', get['clock_hz']]
     else:
         arguments += ['--rate-hz', get['rate_hz']]
-    return [Node(package=package, executable=executable, name=f'timer_{executor}',
+    # Under sim time the process runs a second node (the /clock publisher): a launch `name`
+    # remaps every node of the process, so both would get the same name.
+    name = None if get['sim_speed'] else f'timer_{executor}'
+    return [Node(package=package, executable=executable, name=name,
                  arguments=arguments, output='screen')]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks' / 'harness'))
 
-from scenarios import EXECUTORS, FULL, TIMER_SCENARIOS, find_installed  # noqa: E402
+from scenarios import EXECUTORS, FULL, SCENARIOS, TIMER_SCENARIOS, applicable, find_installed  # noqa: E402,E501
 
 
 def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
@@ -29,8 +29,10 @@ def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
     runs = document['runs']
     seen = {(r['scenario'], r['executor']) for r in runs}
     for scenario in FULL:
-        for executor in ['rclrs_tokio', 'rclrs_basic']:
-            assert (scenario, executor) in seen, (scenario, executor)
+        for executor in ['rclrs_tokio', 'rclrs_basic', 'raw_rcl']:
+            assert ((scenario, executor) in seen) == applicable(scenario, executor), \
+                (scenario, executor)
+    assert document['failures'] == []
 
     for run in runs:
         if run.get('absent'):
@@ -50,8 +52,13 @@ def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
             assert m['received_per_s'] > 0, run
             assert m['cpu_executor_pct'] >= 0
             assert 0 <= m['drop_pct'] <= 100
-            if run['scenario'].startswith('latency'):
+            if run['scenario'].startswith('latency') or run['scenario'] == 'service_rtt':
                 assert 0 < m['latency_p50_us'] <= m['latency_p99_us'] <= m['latency_max_us']
+            if run['scenario'].startswith('scaling'):
+                assert m['idle_cpu_pct'] >= 0 and m['per_message_us'] > 0, run
+            if SCENARIOS[run['scenario']].kind == 'xproc':
+                # Joined from the two processes' reports.
+                assert m['sent_per_s'] > 0, run
 
     rows = list(csv.DictReader((tmp_path / 'latest.csv').open()))
     assert len(rows) == len(runs)

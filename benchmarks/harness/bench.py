@@ -7,7 +7,9 @@
 Method:
 - every (scenario, executor) pair runs in its own process (the Rust `bench_node` /
   `timer_node`, or the C++ `bench_node_cpp` / `timer_node_cpp` for rclcpp), with a
-  warm-up before the measured window;
+  warm-up before the measured window; an `_xproc` scenario runs the executor under test
+  in a subscriber process (`--role sub`) and the same Rust publisher process
+  (`bench_node --role pub`) for every executor, and joins their reports;
 - repetitions are interleaved: each repetition runs every executor of a scenario, in an
   order rotated per repetition, so slow drift of the machine hits every executor alike;
 - each metric is the median over repetitions, with min and max;
@@ -38,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import report  # noqa: E402
 from scenarios import (  # noqa: E402
-    EXECUTORS, EXIT_NOT_AVAILABLE, FULL, QUICK, TIMER_SCENARIOS, arguments, headline, node_for,
+    EXECUTORS, EXIT_NOT_AVAILABLE, FULL, QUICK, SCENARIOS, XPROC_PUBLISHER, applicable,
+    arguments, find_installed, headline, node_for,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +49,7 @@ RESULTS = ROOT / 'benchmarks' / 'results'
 METRICS = ['received_per_s', 'sent_per_s', 'dropped', 'drop_pct', 'cpu_process_pct',
            'cpu_executor_pct', 'latency_p50_us', 'latency_p99_us', 'latency_p999_us',
            'latency_max_us', 'timer_rate_hz', 'timer_jitter_p50_us', 'timer_jitter_p99_us',
-           'timer_jitter_max_us', 'fires', 'expected_fires']
+           'timer_jitter_max_us', 'fires', 'expected_fires', 'idle_cpu_pct', 'per_message_us']
 
 
 class NotAvailable(Exception):
@@ -88,19 +91,65 @@ def load_average() -> float:
         return -1.0
 
 
-def run_one(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
-    cmd = [str(node), '--executor', executor, *arguments(scenario), '--seconds', str(seconds)]
-    if scenario not in TIMER_SCENARIOS:
-        cmd += ['--warmup-s', str(warmup)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + warmup + 120)
+def _result(proc, cmd) -> dict:
+    """The node's JSON line, or the reason it has none."""
     if proc.returncode == EXIT_NOT_AVAILABLE:
         raise NotAvailable(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip()
                            else 'not available in the installed library')
     lines = [line for line in proc.stdout.splitlines() if line.startswith('{')]
     if proc.returncode != 0 or not lines:
-        raise RuntimeError(f'{" ".join(cmd)} failed ({proc.returncode}): '
+        raise RuntimeError(f'{" ".join(map(str, cmd))} failed ({proc.returncode}): '
                            f'{proc.stderr.strip()[-400:]}')
     return json.loads(lines[-1])
+
+
+def run_one(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
+    if SCENARIOS[scenario].kind == 'xproc':
+        return run_xproc(node, scenario, executor, seconds, warmup)
+    cmd = [str(node), '--executor', executor, *arguments(scenario), '--seconds', str(seconds)]
+    if SCENARIOS[scenario].kind != 'timer':
+        cmd += ['--warmup-s', str(warmup)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + warmup + 120)
+    return _result(proc, cmd)
+
+
+_topics = iter(range(1_000_000))
+
+
+def run_xproc(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
+    """The executor under test in a subscriber process, and the same Rust publisher
+    process for every executor; their two reports joined into one."""
+    topic = f'bench_xproc_{os.getpid()}_{next(_topics)}'
+    common = [*arguments(scenario), '--topic', topic, '--seconds', str(seconds),
+              '--warmup-s', str(warmup)]
+    sub_cmd = [str(node), '--executor', executor, *common, '--role', 'sub',
+               '--idle-exit-s', '0.5']
+    pub_cmd = [str(find_installed(*XPROC_PUBLISHER)), '--executor', 'rclrs_tokio', *common,
+               '--role', 'pub']
+    timeout = seconds + warmup + 120
+    with subprocess.Popen(sub_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as sub:
+        try:
+            sub.wait(timeout=0.2)  # an executor this rclcpp lacks exits at once
+        except subprocess.TimeoutExpired:
+            pass
+        pub = None
+        if sub.returncode is None:
+            pub = subprocess.run(pub_cmd, capture_output=True, text=True, timeout=timeout)
+        try:
+            out, err = sub.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            sub.kill()
+            out, err = sub.communicate()
+    received = _result(subprocess.CompletedProcess(sub_cmd, sub.returncode, out, err), sub_cmd)
+    if pub is None:
+        raise RuntimeError(f'{" ".join(sub_cmd)} ended before the publisher started')
+    sent = _result(pub, pub_cmd)
+    expected = sent['sent'] * received.get('subscriptions', 1)
+    dropped = max(0, expected - received['received'])
+    received.update(sent=expected, dropped=dropped, sent_per_s=sent['sent_per_s'],
+                    drop_pct=round(100.0 * dropped / max(expected, 1), 2))
+    return received
 
 
 def summarise(samples: list[dict]) -> tuple[dict, dict]:
@@ -120,18 +169,21 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--quick', action='store_true', help='the default set (make bench)')
     parser.add_argument('--full', action='store_true',
-                        help='every scenario, 10 s windows, 5 repetitions')
-    parser.add_argument('--reps', type=int, help='repetitions (default 3, --full 5)')
-    parser.add_argument('--seconds', type=float, help='measured window (default 3, --full 10)')
-    parser.add_argument('--warmup', type=float, default=1.0, help='warm-up before the window')
+                        help='every scenario, 3 s windows after 1 s of warm-up')
+    parser.add_argument('--reps', type=int, default=3, help='repetitions (default 3)')
+    parser.add_argument('--seconds', type=float,
+                        help='measured window (default 1, --full 3)')
+    parser.add_argument('--warmup', type=float,
+                        help='warm-up before the window (default 0.5, --full 1)')
     parser.add_argument('--scenarios', help='comma-separated (default: the quick set)')
     parser.add_argument('--executors', default=','.join(EXECUTORS),
                         help='comma-separated (default: all; missing ones are reported absent)')
     parser.add_argument('--output-dir', type=Path, default=RESULTS)
     parser.add_argument('--no-plots', action='store_true')
     args = parser.parse_args(argv)
-    reps = args.reps or (5 if args.full else 3)
-    seconds = args.seconds or (10.0 if args.full else 3.0)
+    reps = args.reps
+    seconds = args.seconds or (3.0 if args.full else 1.0)
+    warmup = args.warmup if args.warmup is not None else (1.0 if args.full else 0.5)
     scenarios = [s for s in (args.scenarios or ','.join(FULL if args.full else QUICK)).split(',')
                  if s]
     executors = [e for e in args.executors.split(',') if e]
@@ -145,13 +197,16 @@ def main(argv=None) -> int:
     for scenario in scenarios:
         plan[scenario] = []
         for executor in executors:
+            if not applicable(scenario, executor):
+                continue
             node, why = node_for(scenario, executor)
             if node is not None:
                 plan[scenario].append((executor, node))
-            elif 'no timer workload' not in why and 'no message workload' not in why:
+            else:
                 absent[(scenario, executor)] = why
 
     samples: dict[tuple[str, str], list[dict]] = {}
+    failures: list[str] = []
     total = reps * sum(len(pairs) for pairs in plan.values())
     done = 0
     started = time.monotonic()
@@ -167,9 +222,16 @@ def main(argv=None) -> int:
                     continue
                 load = load_average()
                 try:
-                    result = run_one(node, scenario, executor, seconds, args.warmup)
+                    result = run_one(node, scenario, executor, seconds, warmup)
                 except NotAvailable as why:
                     absent[(scenario, executor)] = str(why)
+                    continue
+                except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as error:
+                    # One failed run does not end the others; it is reported, and the
+                    # harness exits non-zero.
+                    failures.append(f'{scenario} {executor} rep {rep + 1}: {error}')
+                    print(f'[{done:>3}/{total}] rep {rep + 1} {scenario:<20} {executor:<18} '
+                          f'FAILED: {str(error)[-300:]}', flush=True)
                     continue
                 result['load_before'] = load
                 samples.setdefault((scenario, executor), []).append(result)
@@ -187,6 +249,12 @@ def main(argv=None) -> int:
     for (scenario, executor), why in absent.items():
         runs.append({'scenario': scenario, 'executor': executor, 'reps': 0,
                      'metrics': None, 'absent': why})
+    for scenario, pairs in plan.items():
+        for executor, _ in pairs:
+            if (scenario, executor) not in samples and (scenario, executor) not in absent:
+                why = next(f for f in failures if f.startswith(f'{scenario} {executor} '))
+                runs.append({'scenario': scenario, 'executor': executor, 'reps': 0,
+                             'metrics': None, 'failed': why})
     order = {s: i for i, s in enumerate(scenarios)}
     executor_order = {e: i for i, e in enumerate(EXECUTORS)}
     runs.sort(key=lambda r: (order[r['scenario']], executor_order[r['executor']]))
@@ -196,10 +264,13 @@ def main(argv=None) -> int:
         'command': ' '.join(shlex.quote(a) for a in
                             ['benchmarks/harness/bench.py', *(argv or sys.argv[1:])]),
         'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
-        'method': {'reps': reps, 'window_s': seconds, 'warmup_s': args.warmup,
+        'method': {'reps': reps, 'window_s': seconds, 'warmup_s': warmup,
                    'interleaved': True, 'statistic': 'median, spread [min, max]',
-                   'process': 'one process per run: publisher thread + executor thread(s)'},
+                   'process': 'one process per run (publisher thread + executor threads); '
+                              '_xproc: the executor under test in a subscriber process and '
+                              'the same Rust publisher process for every executor'},
         'runs': runs,
+        'failures': failures,
     }
     out = args.output_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -211,6 +282,9 @@ def main(argv=None) -> int:
     print(report.table(runs))
     print(f'\nwrote {out}/latest.json, latest.csv, latest.md'
           + (f' and {len(plots)} plots' if plots else ' (no plots: matplotlib missing)'))
+    if failures:
+        print(f'\n{len(failures)} run(s) failed:', *failures, sep='\n  ', file=sys.stderr)
+        return 1
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from scenarios import EXECUTORS, headline
+from scenarios import EXECUTORS, SCENARIOS, headline
 
 ORDER = list(EXECUTORS)
 
@@ -39,15 +39,15 @@ def table(runs: list[dict]) -> str:
             value = _value(by, scenario, e, metric)
             if (scenario, e) not in by:
                 cells.append(f'{"":>{width}}')
+            elif by[(scenario, e)].get('failed'):
+                cells.append(f'{"failed":>{width}}')
             elif value is None:
                 cells.append(f'{"absent":>{width}}')
             else:
                 ratio = f' ({value / ref_value:.2f}x)' if ref_value else ''
                 cells.append(f'{value:>{width - len(ratio)}.1f}{ratio}')
         lines.append(f'{scenario:<22} {metric:<20}' + ''.join(cells))
-        extra = ('drop_pct' if scenario.startswith('throughput') else
-                 'expected_fires' if scenario.startswith('simtime') else
-                 'timer_jitter_p99_us' if scenario.startswith('timer') else None)
+        extra = SCENARIOS[scenario].extra if scenario in SCENARIOS else None
         if extra:
             row = []
             for e in executors:
@@ -125,13 +125,47 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         written.append(out)
 
     scen = list(dict.fromkeys(r['scenario'] for r in runs))
-    bars([s for s in scen if s.startswith('throughput')], 'received_per_s',
-         'Throughput (messages received per second)', 'msg/s', 'throughput.png')
+    bars([s for s in scen if s.startswith('throughput') and not s.endswith('_xproc')],
+         'received_per_s', 'Throughput in one process (messages received per second)',
+         'msg/s', 'throughput.png')
+    bars([s for s in scen if s.startswith('throughput') and s.endswith('_xproc')],
+         'received_per_s', 'Throughput across two processes (messages received per second)',
+         'msg/s', 'throughput_xproc.png')
     bars([s for s in scen if s.startswith('cpu')], 'cpu_executor_pct',
          'Executor CPU at 10 kHz (% of one core)', '% CPU', 'cpu.png')
+    bars([s for s in scen if s.startswith('fanout')], 'received_per_s',
+         'Fanout: 1 publisher to 8 subscriptions over 2 Workers (deliveries per second)',
+         'deliveries/s', 'fanout.png')
+    bars([s for s in scen if s.startswith('workers_parallel')], 'received_per_s',
+         'CPU-bound callbacks (200 µs each, 2 x 3 kHz offered) in 1 vs 2 Workers',
+         'callbacks/s', 'workers_parallel.png')
+    scaling = sorted((s for s in scen if s.startswith('scaling_')),
+                     key=lambda s: int(s.split('_')[1]))
+    if scaling:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for metric, ax, title in [('per_message_us', axes[0], 'executor CPU per message (µs)'),
+                                  ('idle_cpu_pct', axes[1], 'idle process CPU (%)')]:
+            for e in executors:
+                points = [(int(s.split('_')[1]), by[(s, e)]['metrics'].get(metric))
+                          for s in scaling if (s, e) in by]
+                points = [(n, v) for n, v in points if v is not None]
+                if points:
+                    ax.plot([p[0] for p in points], [max(p[1], 1e-3) for p in points],
+                            marker='o', label=e)
+            ax.set_xscale('log')
+            ax.set_yscale('log')
+            ax.set_xlabel('subscriptions')
+            ax.set_title(title)
+        axes[0].legend(fontsize=8)
+        fig.suptitle('Scaling: N subscriptions on N topics, 1 kHz on one of them')
+        fig.tight_layout()
+        out = directory / 'scaling.png'
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
     quantiles = [('latency_p50_us', 0.5), ('latency_p99_us', 0.99),
                  ('latency_p999_us', 0.999), ('latency_max_us', 1.0)]
-    for scenario in [s for s in scen if s.startswith('latency')]:
+    for scenario in [s for s in scen if s.startswith('latency') or s == 'service_rtt']:
         fig, ax = plt.subplots(figsize=(7, 4))
         for e in executors:
             m = (by.get((scenario, e)) or {}).get('metrics')

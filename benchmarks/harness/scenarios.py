@@ -1,41 +1,101 @@
-"""What the harness runs: scenarios (workload arguments) and executors (which binary)."""
+"""What the harness runs: scenarios (a workload and its arguments) and executors (which
+binary runs them). The node command line is shared by the Rust `bench_node` and the C++
+`bench_node_cpp`; see benchmarks/src/workload.rs."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
-# Node-level callbacks (`node.create_subscription`, as in the rclcpp anchors) for the
-# plain scenarios; the `_worker` variants use a Worker's subscription (Rust only; the C++
-# nodes ignore `--callback`).
-_RELIABLE_1000 = ['--reliability', 'reliable', '--depth', '1000']
-MESSAGE_SCENARIOS = {
-    'throughput_0B': ['--payload', '0', *_RELIABLE_1000, '--rate-hz', '0'],
-    'throughput_64KB': ['--payload', '65536', *_RELIABLE_1000, '--rate-hz', '0'],
-    'throughput_0B_be': ['--payload', '0', '--reliability', 'best_effort', '--depth', '10',
-                         '--rate-hz', '0'],
-    'latency_1kHz': ['--payload', '0', *_RELIABLE_1000, '--rate-hz', '1000', '--latency'],
-    'cpu_10kHz': ['--payload', '0', *_RELIABLE_1000, '--rate-hz', '10000'],
+
+@dataclass(frozen=True)
+class Scenario:
+    """One workload with fixed arguments.
+
+    kind: 'message' (bench_node in one process), 'xproc' (bench_node --role sub for the
+    executor under test, plus the Rust publisher process) or 'timer' (timer_node).
+    metric: the headline column; higher_is_better says which way is good.
+    extra: a second row in the console table.
+    """
+
+    kind: str
+    args: tuple[str, ...]
+    metric: str
+    higher_is_better: bool
+    extra: str | None = None
+    # Executors that have no such workload (not absent: not applicable).
+    not_for: frozenset = field(default_factory=frozenset)
+
+
+_RELIABLE_1000 = ('--reliability', 'reliable', '--depth', '1000')
+_STREAMS = {
+    'throughput_0B': (('--payload', '0', *_RELIABLE_1000, '--rate-hz', '0'),
+                      'received_per_s', True, 'drop_pct'),
+    'throughput_64KB': (('--payload', '65536', *_RELIABLE_1000, '--rate-hz', '0'),
+                        'received_per_s', True, 'drop_pct'),
+    'throughput_0B_be': (('--payload', '0', '--reliability', 'best_effort', '--depth', '10',
+                          '--rate-hz', '0'), 'received_per_s', True, 'drop_pct'),
+    'latency_1kHz': (('--payload', '0', *_RELIABLE_1000, '--rate-hz', '1000', '--latency'),
+                     'latency_p99_us', False, 'latency_p50_us'),
+    'cpu_10kHz': (('--payload', '0', *_RELIABLE_1000, '--rate-hz', '10000'),
+                  'cpu_executor_pct', False, 'cpu_process_pct'),
 }
-for _name in list(MESSAGE_SCENARIOS):
-    MESSAGE_SCENARIOS[f'{_name}_worker'] = [*MESSAGE_SCENARIOS[_name], '--callback', 'worker']
-    MESSAGE_SCENARIOS[_name] = [*MESSAGE_SCENARIOS[_name], '--callback', 'node']
+_NO_RAW = frozenset({'raw_rcl'})
+
+SCENARIOS: dict[str, Scenario] = {}
+# Node-level callbacks (`node.create_subscription`, as in the rclcpp anchors) for the
+# plain scenarios; `_worker` uses a Worker's subscription (the C++ nodes ignore
+# `--callback`); `_xproc` puts the publisher in another process.
+for _name, (_args, _metric, _higher, _extra) in _STREAMS.items():
+    SCENARIOS[_name] = Scenario('message', (*_args, '--callback', 'node'), _metric, _higher,
+                                _extra)
+    SCENARIOS[f'{_name}_xproc'] = Scenario('xproc', (*_args, '--callback', 'node'), _metric,
+                                           _higher, _extra)
+for _name, (_args, _metric, _higher, _extra) in _STREAMS.items():
+    SCENARIOS[f'{_name}_worker'] = Scenario('message', (*_args, '--callback', 'worker'),
+                                            _metric, _higher, _extra)
+
+_FANOUT = ('--payload', '0', *_RELIABLE_1000, '--rate-hz', '0', '--subscriptions', '8',
+           '--workers', '2', '--callback', 'worker')
+SCENARIOS['fanout'] = Scenario('message', _FANOUT, 'received_per_s', True, 'drop_pct')
+SCENARIOS['fanout_xproc'] = Scenario('xproc', _FANOUT, 'received_per_s', True, 'drop_pct')
+for _n in (1, 10, 100, 1000):
+    SCENARIOS[f'scaling_{_n}'] = Scenario(
+        'message', ('--workload', 'scaling', '--subscriptions', str(_n), '--rate-hz', '1000',
+                    '--callback', 'node'),
+        'per_message_us', False, 'idle_cpu_pct')
+SCENARIOS['service_rtt'] = Scenario(
+    'message', ('--workload', 'service', '--payload', '0'), 'latency_p99_us', False,
+    'received_per_s', not_for=_NO_RAW)
+for _m in (1, 2):
+    SCENARIOS[f'workers_parallel_{_m}'] = Scenario(
+        'message', ('--workload', 'parallel', '--workers', str(_m), '--work-us', '200',
+                    '--rate-hz', '3000'),
+        'received_per_s', True, 'drop_pct', not_for=_NO_RAW)
 
 # Timer scenarios run the timer nodes: steady-clock rate, and sim time via /clock.
-TIMER_SCENARIOS = {
-    'timer_1kHz': ['--rate-hz', '1000'],
-    'timer_10kHz': ['--rate-hz', '10000'],
-    'simtime_10x': ['--sim-speed', '10', '--period-s', '1'],
-    'simtime_1x': ['--sim-speed', '1', '--period-s', '0.1'],
-    'simtime_0_1x': ['--sim-speed', '0.1', '--period-s', '0.01'],
-    'simtime_paused': ['--sim-speed', '0', '--period-s', '0.1'],
-}
+_NO_TIMER = frozenset({'raw_rcl'})
+for _name, _args, _metric, _extra in [
+        ('timer_1kHz', ('--rate-hz', '1000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
+        ('timer_10kHz', ('--rate-hz', '10000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
+        ('simtime_10x', ('--sim-speed', '10', '--period-s', '1'), 'fires', 'expected_fires'),
+        ('simtime_1x', ('--sim-speed', '1', '--period-s', '0.1'), 'fires', 'expected_fires'),
+        ('simtime_0_1x', ('--sim-speed', '0.1', '--period-s', '0.01'), 'fires',
+         'expected_fires'),
+        ('simtime_paused', ('--sim-speed', '0', '--period-s', '0.1'), 'fires',
+         'expected_fires')]:
+    SCENARIOS[_name] = Scenario('timer', _args, _metric, True, _extra, not_for=_NO_TIMER)
+TIMER_SCENARIOS = {name for name, s in SCENARIOS.items() if s.kind == 'timer'}
 
+# The quick set (`make bench`) fits in 10 minutes on a 2-core machine with all seven
+# executors; the full set is every scenario.
 QUICK = ['throughput_0B', 'throughput_64KB', 'throughput_0B_be', 'latency_1kHz', 'cpu_10kHz',
-         'throughput_0B_worker', 'cpu_10kHz_worker', *TIMER_SCENARIOS]
-FULL = [*MESSAGE_SCENARIOS, *TIMER_SCENARIOS]
+         'throughput_0B_xproc', 'latency_1kHz_xproc', 'fanout', 'service_rtt',
+         'workers_parallel_2', 'scaling_1000', 'timer_1kHz', 'simtime_1x']
+FULL = list(SCENARIOS)
 
-# executor -> (package, message node, timer node); None: not applicable.
+# executor -> (package, message node, timer node).
 EXECUTORS = {
     'rclrs_tokio': ('rclrs_tokio_benchmarks', 'bench_node', 'timer_node'),
     'rclrs_basic': ('rclrs_tokio_benchmarks', 'bench_node', 'timer_node'),
@@ -45,21 +105,21 @@ EXECUTORS = {
     'rclcpp_events': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
     'rclcpp_events_cbg': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
 }
+# The publisher process of every `_xproc` row: the same for every executor under test.
+XPROC_PUBLISHER = ('rclrs_tokio_benchmarks', 'bench_node')
 # A node exits with this code when the executor is not in the installed library
 # (EventsCBGExecutor in an older rclcpp): the harness reports the row as absent.
 EXIT_NOT_AVAILABLE = 3
 
-# What the console table shows per scenario, and whether higher is better.
+
 def headline(scenario: str) -> tuple[str, bool]:
-    if scenario.startswith('throughput'):
-        return 'received_per_s', True
-    if scenario.startswith('latency'):
-        return 'latency_p99_us', False
-    if scenario.startswith('cpu'):
-        return 'cpu_executor_pct', False
-    if scenario.startswith('timer'):
-        return 'timer_rate_hz', True
-    return 'fires', True
+    """The console table's metric for `scenario`, and whether higher is better."""
+    s = SCENARIOS[scenario]
+    return s.metric, s.higher_is_better
+
+
+def applicable(scenario: str, executor: str) -> bool:
+    return executor not in SCENARIOS[scenario].not_for
 
 
 def find_installed(package: str, name: str) -> Path | None:
@@ -75,16 +135,16 @@ def find_installed(package: str, name: str) -> Path | None:
 def node_for(scenario: str, executor: str) -> tuple[Path | None, str | None]:
     """The binary running `scenario` for `executor`, or (None, why it is absent)."""
     package, message_node, timer_node = EXECUTORS[executor]
-    node = timer_node if scenario in TIMER_SCENARIOS else message_node
-    if node is None:
-        return None, f'{executor} has no {"timer" if scenario in TIMER_SCENARIOS else "message"} workload'
-    path = find_installed(package, node)
+    node = timer_node if SCENARIOS[scenario].kind == 'timer' else message_node
+    path = find_installed(package, node) if node else None
     if path is None:
         if package == 'rclcpp_events_bridge':
             return None, 'rclcpp is not installed (rclcpp_events_bridge built no nodes)'
         return None, f'{package}/{node} is not installed'
+    if SCENARIOS[scenario].kind == 'xproc' and find_installed(*XPROC_PUBLISHER) is None:
+        return None, 'the publisher process ({}/{}) is not installed'.format(*XPROC_PUBLISHER)
     return path, None
 
 
 def arguments(scenario: str) -> list[str]:
-    return MESSAGE_SCENARIOS.get(scenario) or TIMER_SCENARIOS[scenario]
+    return list(SCENARIOS[scenario].args)

@@ -4,6 +4,7 @@
 
 mod ffi;
 pub mod raw_rcl;
+pub mod workload;
 
 use std::collections::HashMap;
 
@@ -11,6 +12,18 @@ use std::collections::HashMap;
 /// receiver can compute latency from a sender's `send_time_ns` across processes.
 pub fn monotonic_ns() -> i64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec * 1_000_000_000 + t.tv_nsec
+}
+
+/// CPU time of the whole process (`CLOCK_PROCESS_CPUTIME_ID`) in nanoseconds.
+pub fn process_cpu_ns() -> i64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec * 1_000_000_000 + t.tv_nsec
+}
+
+/// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`) in nanoseconds.
+pub fn thread_cpu_ns() -> i64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     t.tv_sec * 1_000_000_000 + t.tv_nsec
 }
 

@@ -1,6 +1,6 @@
 // Shared pieces of the rclcpp comparison nodes: the `--key value` argument reader, the
 // clocks, latency/jitter percentiles, number formatting that matches the Rust nodes'
-// JSON, and the executor factory.
+// JSON (and a one-line JSON object builder), and the executor factory.
 //
 // Everything here mirrors rclrs_tokio_benchmarks (benchmarks/src/lib.rs) so that a row
 // printed by `bench_node_cpp` / `timer_node_cpp` can sit next to one printed by
@@ -282,6 +282,67 @@ inline std::string quantile(const Latencies & samples, double q)
   return samples.quantile_us(q, us) ? fixed(us, 1) : std::string("null");
 }
 
+/// One flat JSON object, built key by key in the order the keys are added and printed
+/// as one line: `{"key": value, "key": value}` (the spacing of the Rust nodes' lines).
+class Json
+{
+public:
+  /// A string value (quotes and backslashes escaped).
+  Json & text(const std::string & key, const std::string & value)
+  {
+    std::string quoted = "\"";
+    for (const char c : value) {
+      if (c == '"' || c == '\\') {
+        quoted += '\\';
+      }
+      quoted += c;
+    }
+    return raw(key, quoted + "\"");
+  }
+
+  /// An unsigned integer.
+  Json & integer(const std::string & key, uint64_t value)
+  {
+    return raw(key, std::to_string(value));
+  }
+
+  /// A number with `decimals` digits after the point, `null` when not finite.
+  Json & number(const std::string & key, double value, int decimals)
+  {
+    return raw(key, fixed(value, decimals));
+  }
+
+  /// `true` or `false`.
+  Json & flag(const std::string & key, bool value) {return raw(key, value ? "true" : "false");}
+
+  /// `null`: a value this process cannot know (the harness fills it in).
+  Json & null(const std::string & key) {return raw(key, "null");}
+
+  /// `latency_samples` and the p50/p99/p999/max quantiles in microseconds.
+  Json & latencies(const Latencies & samples)
+  {
+    raw("latency_samples", std::to_string(samples.size()));
+    raw("latency_p50_us", quantile(samples, 0.5));
+    raw("latency_p99_us", quantile(samples, 0.99));
+    raw("latency_p999_us", quantile(samples, 0.999));
+    return raw("latency_max_us", quantile(samples, 1.0));
+  }
+
+  /// A value already formatted as JSON.
+  Json & raw(const std::string & key, const std::string & json)
+  {
+    line_ += line_.empty() ? "{" : ", ";
+    line_ += "\"" + key + "\": " + json;
+    return *this;
+  }
+
+  /// The object as one line, without the newline.
+  std::string line() const {return line_.empty() ? "{}" : line_ + "}";}
+
+private:
+  std::string line_;
+};
+
 // ---------------------------------------------------------------------------------------
 // Executors
 // ---------------------------------------------------------------------------------------
@@ -340,18 +401,26 @@ inline std::unique_ptr<rclcpp::Executor> make_executor(const std::string & name,
 
 /// Run `body` as a node's main: report errors on stderr as "<program>: <error>" and turn
 /// them into the exit codes the harness expects (3 = executor absent, 2 = failure).
+/// The message of an error on one line (rclcpp's messages may span several).
+inline std::string one_line(const char * what)
+{
+  std::string line = what;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  return line;
+}
+
 inline int guarded_main(const char * program, const std::function<int()> & body)
 {
   try {
     return body();
   } catch (const ExecutorUnavailable & e) {
-    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    std::fprintf(stderr, "%s: %s\n", program, one_line(e.what()).c_str());
     if (rclcpp::ok()) {
       rclcpp::shutdown();
     }
     return kExitUnavailable;
   } catch (const std::exception & e) {
-    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    std::fprintf(stderr, "%s: %s\n", program, one_line(e.what()).c_str());
     if (rclcpp::ok()) {
       rclcpp::shutdown();
     }
@@ -404,16 +473,23 @@ private:
   std::thread thread_;  // last: starts after the members it uses exist
 };
 
-/// Block until `count()` is non-zero, or throw `what` after 20 s (as the Rust nodes).
-inline void wait_for_match(const std::function<size_t()> & count, const std::string & what)
+/// Block until `count()` reaches `at_least`, or throw `what` after 20 s (as the Rust nodes).
+inline void wait_for_count(
+  const std::function<size_t()> & count, size_t at_least, const std::string & what)
 {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (count() == 0) {
+  while (count() < at_least) {
     if (std::chrono::steady_clock::now() > deadline) {
       throw std::runtime_error(what);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+/// Block until `count()` is non-zero, or throw `what` after 20 s (as the Rust nodes).
+inline void wait_for_match(const std::function<size_t()> & count, const std::string & what)
+{
+  wait_for_count(count, 1, what);
 }
 
 }  // namespace bench

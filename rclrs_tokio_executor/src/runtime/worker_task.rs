@@ -45,7 +45,14 @@ const ENTITY_BUDGET: usize = 256;
 /// the next message usually lands within that time, and catching it spares the
 /// publishing thread a wake-up syscall per message. Slower streams (10 kHz is 100 µs
 /// apart) never linger, so lingering costs no CPU there.
+///
+/// Lingering only pays while it catches something. When the producer is on another
+/// process, or shares this thread's core, spinning steals the very CPU the producer
+/// needs; so after `LINGER_MISSES` lingers in a row caught nothing, the Worker stops
+/// lingering and probes again only once every `LINGER_PROBE` wake-ups.
 const LINGER: std::time::Duration = std::time::Duration::from_micros(30);
+const LINGER_MISSES: u32 = 2;
+const LINGER_PROBE: u32 = 64;
 
 /// Bookkeeping for a Worker task, handled even while not spinning.
 pub(crate) enum Control {
@@ -79,6 +86,9 @@ pub(crate) struct WorkerTask {
     stash: Option<MailItem>,
     /// When the Worker last ran out of work (see [`LINGER`]).
     idle_since: Option<std::time::Instant>,
+    /// Lingers in a row that caught nothing, and wake-ups since lingering paused.
+    linger_misses: u32,
+    wakeups_without_linger: u32,
     fallback: Option<FallbackWaiter>,
 }
 
@@ -109,6 +119,8 @@ impl WorkerTask {
             listeners_due: false,
             stash: None,
             idle_since: None,
+            linger_misses: 0,
+            wakeups_without_linger: 0,
             fallback: None,
         }
     }
@@ -156,23 +168,42 @@ impl WorkerTask {
             let budget_used = self.run_batch(first).await;
             if budget_used {
                 tokio::task::yield_now().await;
-            } else if streaming && self.stash.is_none() {
-                self.linger();
+            } else if streaming && self.stash.is_none() && self.may_linger() {
+                if self.linger() {
+                    self.linger_misses = 0;
+                } else {
+                    self.linger_misses += 1;
+                }
             }
             self.idle_since = Some(std::time::Instant::now());
         }
     }
 
-    /// Watch the mailbox for up to [`LINGER`]; a new item becomes the stash.
-    fn linger(&mut self) {
+    /// Whether lingering has paid lately (see [`LINGER_MISSES`]).
+    fn may_linger(&mut self) -> bool {
+        if self.linger_misses < LINGER_MISSES {
+            return true;
+        }
+        self.wakeups_without_linger += 1;
+        if self.wakeups_without_linger >= LINGER_PROBE {
+            self.wakeups_without_linger = 0;
+            return true;
+        }
+        false
+    }
+
+    /// Watch the mailbox for up to [`LINGER`]; a new item becomes the stash. Returns
+    /// whether it caught one.
+    fn linger(&mut self) -> bool {
         let until = std::time::Instant::now() + LINGER;
         while std::time::Instant::now() < until {
             if let Some(item) = self.mailbox.try_recv() {
                 self.stash = Some(item);
-                return;
+                return true;
             }
             std::hint::spin_loop();
         }
+        false
     }
 
     /// Run `first` and whatever else is queued, up to the budget. Returns true if the

@@ -1,0 +1,41 @@
+//! The benchmark workloads behind `bench_node`, one module per workload, sharing one
+//! command line and one JSON report.
+//!
+//! | module | workload | what it measures |
+//! | --- | --- | --- |
+//! | [`stream`] | `--workload stream` | a message stream: throughput, drops, latency, CPU; in one process (`--role both`) or across two (`--role sub` + `--role pub`); with `--subscriptions N --workers M`, fanout |
+//! | [`service`] | `--workload service` | closed-loop service round trips |
+//! | [`scaling`] | `--workload scaling` | N idle subscriptions: idle CPU, then the cost of one message |
+//! | [`parallel`] | `--workload parallel` | CPU-bound callbacks in 1 or 2 Workers |
+//!
+//! Shared pieces: [`config`] (the flags), [`spinner`] (the executor under test, spinning
+//! on its own thread), [`publishing`] (the paced publisher loop and the window's edges)
+//! and [`report`] (the one JSON line every run prints).
+//!
+//! Every run prints exactly one JSON line on stdout. The C++ twin
+//! (`rclcpp_events_bridge/bench_node_cpp`) takes the same flags and prints the same keys,
+//! so the harness treats both alike.
+
+pub mod config;
+pub mod parallel;
+pub mod publishing;
+pub mod report;
+pub mod scaling;
+pub mod service;
+pub mod spinner;
+pub mod stream;
+
+pub use config::{Config, Role, Workload};
+pub use report::Report;
+
+/// Run the workload `config` names and print its report.
+pub fn run(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
+    let report = match config.workload {
+        Workload::Stream => stream::run(config)?,
+        Workload::Service => service::run(config)?,
+        Workload::Scaling => scaling::run(config)?,
+        Workload::Parallel => parallel::run(config)?,
+    };
+    println!("{}", report.to_json());
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! The publisher loop and the measured window.
+//!
+//! A run publishes for warm-up + window (+ a tail for a publisher process, so the other
+//! process's window ends while messages still flow). The loop takes an [`Edge`] when
+//! the window opens and when it closes: wall time, process CPU, the publishing thread's
+//! CPU and the counters. With the publisher in the same process, Fast DDS delivers
+//! inside `publish()`, on the publishing thread, so the executor's share of the CPU is
+//! the process minus that thread.
+
+use crate::{monotonic_ns, process_cpu_ns, thread_cpu_ns};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The clocks and counters at one edge of the window.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct Edge {
+    /// CLOCK_MONOTONIC.
+    pub wall_ns: i64,
+    /// The whole process's CPU time.
+    pub process_cpu_ns: i64,
+    /// The CPU time of the thread that took the edge.
+    pub thread_cpu_ns: i64,
+    /// Publisher steps so far.
+    pub sent: u64,
+    /// Deliveries so far.
+    pub received: u64,
+}
+
+impl Edge {
+    /// Take an edge now, on the calling thread.
+    pub fn now(sent: u64, received: u64) -> Self {
+        Self {
+            wall_ns: monotonic_ns(),
+            process_cpu_ns: process_cpu_ns(),
+            thread_cpu_ns: thread_cpu_ns(),
+            sent,
+            received,
+        }
+    }
+}
+
+/// The measured window between two edges.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    /// When the window opened.
+    pub first: Edge,
+    /// When it closed.
+    pub last: Edge,
+}
+
+impl Window {
+    /// Wall seconds.
+    pub fn wall_s(&self) -> f64 {
+        ((self.last.wall_ns - self.first.wall_ns) as f64 / 1e9).max(1e-9)
+    }
+    /// Process CPU seconds.
+    pub fn process_cpu_s(&self) -> f64 {
+        (self.last.process_cpu_ns - self.first.process_cpu_ns) as f64 / 1e9
+    }
+    /// Process CPU seconds minus those of the thread that took the edges (the
+    /// publisher), never negative.
+    pub fn executor_cpu_s(&self) -> f64 {
+        let own = (self.last.thread_cpu_ns - self.first.thread_cpu_ns) as f64 / 1e9;
+        (self.process_cpu_s() - own).max(0.0)
+    }
+    /// Process CPU in percent of one core.
+    pub fn process_cpu_pct(&self) -> f64 {
+        100.0 * self.process_cpu_s() / self.wall_s()
+    }
+    /// Executor CPU in percent of one core.
+    pub fn executor_cpu_pct(&self) -> f64 {
+        100.0 * self.executor_cpu_s() / self.wall_s()
+    }
+    /// Publisher steps per second.
+    pub fn sent_per_s(&self) -> f64 {
+        (self.last.sent - self.first.sent) as f64 / self.wall_s()
+    }
+    /// Deliveries in the window.
+    pub fn received(&self) -> u64 {
+        self.last.received - self.first.received
+    }
+    /// Deliveries per second.
+    pub fn received_per_s(&self) -> f64 {
+        self.received() as f64 / self.wall_s()
+    }
+}
+
+/// What the publisher loop did.
+pub struct Published {
+    /// The measured window.
+    pub window: Window,
+    /// Steps over the whole run.
+    pub total_sent: u64,
+    /// Wall seconds from the first step to the last.
+    pub elapsed_s: f64,
+}
+
+/// How long to publish, and how fast.
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    /// Time between steps; `None` for as fast as possible.
+    pub period: Option<Duration>,
+    /// Before the window.
+    pub warmup: Duration,
+    /// The window.
+    pub window: Duration,
+    /// After the window.
+    pub tail: Duration,
+}
+
+/// Call `step(seq)` on schedule, taking the window's edges. `in_window` is true while
+/// the window is open; `received` reads the delivery counter.
+pub fn publish<E>(
+    schedule: Schedule,
+    in_window: &AtomicBool,
+    received: &AtomicU64,
+    mut step: impl FnMut(u64) -> Result<(), E>,
+) -> Result<Published, E> {
+    let start = Instant::now();
+    let window_start = start + schedule.warmup;
+    let window_end = window_start + schedule.window;
+    let end = window_end + schedule.tail;
+    let count = || received.load(Ordering::Relaxed);
+    let (mut first, mut last) = (None, None);
+    let mut seq = 0u64;
+    loop {
+        let now = Instant::now();
+        if first.is_none() && now >= window_start {
+            first = Some(Edge::now(seq, count()));
+            in_window.store(true, Ordering::Relaxed);
+        }
+        if last.is_none() && now >= window_end {
+            in_window.store(false, Ordering::Relaxed);
+            last = Some(Edge::now(seq, count()));
+        }
+        if now >= end {
+            break;
+        }
+        if let Some(period) = schedule.period {
+            // Due times count from the start, so one late step does not shift the rest.
+            let due = start + period.mul_f64(seq as f64);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        step(seq)?;
+        seq += 1;
+    }
+    Ok(Published {
+        window: Window {
+            first: first.expect("the window opened"),
+            last: last.expect("the window closed"),
+        },
+        total_sent: seq,
+        elapsed_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Wait (up to one second) for what is still queued to arrive: until the counter
+/// reaches `expected` or stops moving for 50 ms.
+pub fn settle(received: &AtomicU64, expected: u64) {
+    let mut seen = received.load(Ordering::Relaxed);
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = received.load(Ordering::Relaxed);
+        if now == seen || now >= expected {
+            return;
+        }
+        seen = now;
+    }
+}
+
+/// Wait until `count()` reaches `at_least`, for at most 20 s.
+pub fn wait_for_match(
+    what: &str,
+    at_least: usize,
+    mut count: impl FnMut() -> Result<usize, rclrs::RclrsError>,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let n = count().map_err(|e| e.to_string())?;
+        if n >= at_least {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{what}: {n} of {at_least} matched within 20 s"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

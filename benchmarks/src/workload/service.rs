@@ -1,0 +1,90 @@
+//! Closed-loop service round trips: a `BenchEcho` server and a client on the executor
+//! under test, and a driver thread that calls, waits for the answer, and calls again.
+//! The round trip is measured from the request's `send_time_ns`, which the server
+//! echoes back.
+
+use super::publishing::Edge;
+use super::spinner::Setup;
+use super::{Config, Report};
+use crate::{monotonic_ns, Latencies};
+use rclrs::Promise;
+use ros_env::rclrs_tokio_msgs::msg::BenchHeader;
+use ros_env::rclrs_tokio_msgs::srv::{BenchEcho, BenchEcho_Request, BenchEcho_Response};
+use std::time::{Duration, Instant};
+
+/// Run the service workload.
+pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
+    let setup = Setup::new(config)?;
+    let node = setup.executor.create_node(
+        format!("bench_service_{}_{}", config.executor, std::process::id()).as_str(),
+    )?;
+    let name = format!("{}_echo", config.topic);
+    let _service =
+        node.create_service::<BenchEcho, _>(name.as_str(), |request: BenchEcho_Request| {
+            BenchEcho_Response {
+                header: request.header,
+                payload: request.payload,
+            }
+        })?;
+    let client = node.create_client::<BenchEcho>(name.as_str())?;
+    let spinner = setup.start()?;
+
+    let result = (|| -> Result<(Edge, Edge, u64, Latencies), String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !client.service_is_ready().map_err(|e| e.to_string())? {
+            if Instant::now() > deadline {
+                return Err("the service was not ready within 20 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let start = Instant::now();
+        let (opens, closes) = (start + config.warmup, start + config.warmup + config.window);
+        let mut request = BenchEcho_Request {
+            header: BenchHeader::default(),
+            payload: vec![0u8; config.payload],
+        };
+        let (mut first, mut last) = (None, None);
+        let mut latencies = Latencies::default();
+        let mut calls = 0u64;
+        loop {
+            let now = Instant::now();
+            if first.is_none() && now >= opens {
+                first = Some(Edge::now(calls, calls));
+            }
+            if now >= closes {
+                last = last.or(Some(Edge::now(calls, calls)));
+                break;
+            }
+            request.header.seq = calls;
+            request.header.send_time_ns = monotonic_ns();
+            let promise: Promise<BenchEcho_Response> =
+                client.call(&request).map_err(|e| e.to_string())?;
+            let response = futures::executor::block_on(promise)
+                .map_err(|_| "the client dropped the call".to_string())?;
+            let rtt = monotonic_ns() - response.header.send_time_ns;
+            if first.is_some() {
+                latencies.push(rtt);
+            }
+            calls += 1;
+        }
+        Ok((first.unwrap(), last.unwrap(), calls, latencies))
+    })();
+    let executor = spinner.stop()?;
+    let (first, last, calls, latencies) = result?;
+    let window = super::publishing::Window { first, last };
+    let report = Report::new()
+        .text("executor", &config.executor)
+        .text("workload", "service")
+        .text("role", "both")
+        .int("payload", config.payload as u64)
+        .num("window_s", window.wall_s(), 3)
+        .deliveries(calls, calls)
+        .num("sent_per_s", window.received_per_s(), 1)
+        .num("received_per_s", window.received_per_s(), 1)
+        .num("cpu_process_pct", window.process_cpu_pct(), 1)
+        .num("cpu_executor_pct", window.executor_cpu_pct(), 1)
+        .latencies(&latencies);
+    drop(client);
+    drop(executor);
+    Ok(report)
+}

@@ -1,0 +1,107 @@
+//! The executor under test, and the thread it spins on.
+//!
+//! Every workload creates its entities first, then starts the executor on its own
+//! thread with [`Spinner::start`], as the rclcpp nodes do, and stops it with
+//! [`Spinner::stop`] once the measurement is over. `raw_rcl` has no executor: its
+//! thread runs the raw take loop over the one Worker the capture runtime recorded.
+
+use super::Config;
+use crate::raw_rcl;
+use rclrs::{Context, CreateBasicExecutor, Executor, SpinOptions};
+use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
+use std::thread::JoinHandle;
+
+/// The context and the (not yet spinning) executor of a run.
+pub struct Setup {
+    /// The run's context.
+    pub context: Context,
+    /// The executor under test; entities are created through its nodes.
+    pub executor: Executor,
+    capture: raw_rcl::CaptureRuntime,
+    raw: bool,
+}
+
+impl Setup {
+    /// A context from the environment and the executor `config.executor` names.
+    pub fn new(config: &Config) -> Result<Self, Box<dyn std::error::Error>> {
+        let context = Context::default_from_env()?;
+        let capture = raw_rcl::CaptureRuntime::default();
+        let executor = match config.executor.as_str() {
+            "rclrs_tokio" => {
+                let mut options = TokioExecutorOptions::new();
+                if config.threads > 0 {
+                    options = options.worker_threads(config.threads);
+                }
+                context.create_tokio_executor_with(options)?
+            }
+            "rclrs_basic" => context.create_basic_executor(),
+            _ => context.create_executor(capture.clone()),
+        };
+        Ok(Self {
+            context,
+            executor,
+            capture,
+            raw: config.executor == "raw_rcl",
+        })
+    }
+
+    /// Start spinning on a new thread.
+    pub fn start(self) -> Result<Spinner, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stop_tx, stop_rx) = futures::channel::oneshot::channel::<()>();
+        let Setup {
+            context,
+            mut executor,
+            capture,
+            raw,
+        } = self;
+        let thread = if raw {
+            let captured = capture
+                .take_last_worker()
+                .ok_or("the raw loop found no Worker")?;
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                raw_rcl::drain_loop(&context, captured, stop).map_err(|e| e.to_string())?;
+                Ok(executor)
+            })
+        } else {
+            std::thread::spawn(move || {
+                let errors = executor.spin(SpinOptions::default().until_promise_resolved(stop_rx));
+                match errors.first() {
+                    Some(err) => Err(err.to_string()),
+                    None => Ok(executor),
+                }
+            })
+        };
+        Ok(Spinner {
+            stop,
+            stop_tx: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+}
+
+/// An executor spinning on its own thread.
+pub struct Spinner {
+    stop: Arc<AtomicBool>,
+    stop_tx: Option<futures::channel::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<Result<Executor, String>>>,
+}
+
+impl Spinner {
+    /// Stop spinning and hand back the executor (drop it after the entities).
+    pub fn stop(mut self) -> Result<Executor, String> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(tx) = self.stop_tx.take() {
+            let _ = tx.send(());
+        }
+        match self.thread.take().expect("stopped once").join() {
+            Ok(result) => result.map_err(|e| format!("spin: {e}")),
+            Err(_) => Err("the spin thread panicked".into()),
+        }
+    }
+}

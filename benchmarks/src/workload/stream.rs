@@ -1,0 +1,311 @@
+//! A stream of `BenchMessage`s from one publisher to N subscriptions on one topic,
+//! spread over M Workers.
+//!
+//! - `--role both`: the publisher thread and the executor in one process. Fast DDS
+//!   delivers inside `publish()`, so this measures the executor's push path.
+//! - `--role sub` / `--role pub`: two processes sharing `--topic`. Delivery runs on the
+//!   middleware's receive thread; the subscriber process measures its own window,
+//!   which opens `--warmup-s` after the first arrival and lasts `--seconds`, then counts
+//!   on until nothing arrived for `--idle-exit-s` and reports. The publisher publishes
+//!   for warm-up + window + a tail and reports what it sent; the harness joins the two.
+
+use super::publishing::{self, Edge, Schedule, Window};
+use super::spinner::Setup;
+use super::{Config, Report, Role};
+use crate::{monotonic_ns, Latencies};
+use rclrs::{CreateBasicExecutor, Node};
+// The rmw-native message types: taken and published without a conversion copy, as
+// rclcpp takes and publishes its native types.
+use ros_env::rclrs_tokio_msgs::msg::rmw::{BenchHeader, BenchMessage};
+use std::any::Any;
+use std::sync::{
+    atomic::{AtomicBool, AtomicU64, Ordering},
+    Arc, Mutex,
+};
+use std::time::{Duration, Instant};
+
+/// What every subscription callback records.
+pub struct Stats {
+    /// Deliveries, summed over subscriptions.
+    pub received: AtomicU64,
+    /// True while the window is open.
+    pub in_window: AtomicBool,
+    latency: bool,
+    latencies: Mutex<Latencies>,
+}
+
+impl Stats {
+    /// Counters for a run; `latency` records latencies inside the window.
+    pub fn new(latency: bool) -> Arc<Self> {
+        Arc::new(Self {
+            received: AtomicU64::new(0),
+            in_window: AtomicBool::new(false),
+            latency,
+            latencies: Mutex::default(),
+        })
+    }
+
+    /// Count one delivery.
+    pub fn on_message(&self, msg: &BenchMessage) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        if self.latency && self.in_window.load(Ordering::Relaxed) {
+            let ns = monotonic_ns() - msg.header.send_time_ns;
+            self.latencies.lock().unwrap().push(ns);
+        }
+    }
+
+    /// The latencies recorded so far.
+    pub fn latencies(&self) -> Latencies {
+        self.latencies.lock().unwrap().clone()
+    }
+}
+
+/// Create one subscription per entry of `topics`, round-robin over `config.workers`
+/// Workers (node-level ones for `--callback node` with one Worker; raw_rcl always one
+/// Worker, the one its take loop drains). The returned handles keep them alive.
+pub fn subscribe(
+    node: &Node,
+    config: &Config,
+    topics: &[String],
+    stats: &Arc<Stats>,
+) -> Result<Vec<Box<dyn Any>>, rclrs::RclrsError> {
+    let raw = config.executor == "raw_rcl";
+    let mut handles: Vec<Box<dyn Any>> = Vec::new();
+    if config.node_callback && config.workers == 1 && !raw {
+        for topic in topics {
+            let stats = Arc::clone(stats);
+            handles.push(Box::new(
+                node.create_subscription(config.qos(topic), move |m: BenchMessage| {
+                    stats.on_message(&m)
+                })?,
+            ));
+        }
+        return Ok(handles);
+    }
+    let workers: Vec<_> = (0..if raw { 1 } else { config.workers })
+        .map(|_| node.create_worker::<()>(()))
+        .collect();
+    for (i, topic) in topics.iter().enumerate() {
+        let stats = Arc::clone(stats);
+        handles.push(Box::new(workers[i % workers.len()].create_subscription(
+            config.qos(topic),
+            move |_: &mut (), m: BenchMessage| stats.on_message(&m),
+        )?));
+    }
+    handles.extend(workers.into_iter().map(|w| Box::new(w) as Box<dyn Any>));
+    Ok(handles)
+}
+
+/// Run the stream in the role `config.role` names.
+pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
+    match config.role {
+        Role::Both => both(config),
+        Role::Sub => sub(config),
+        Role::Pub => publisher(config),
+    }
+}
+
+fn header(config: &Config) -> Report {
+    Report::new()
+        .text("executor", &config.executor)
+        .text("workload", "stream")
+        .text("role", config.role.name())
+        .int("payload", config.payload as u64)
+        .flag("reliable", config.reliable)
+        .int("depth", config.depth)
+        .num("rate_hz", config.rate_hz, 1)
+        .int("subscriptions", config.subscriptions as u64)
+        .int("workers", config.workers as u64)
+}
+
+fn message(config: &Config) -> BenchMessage {
+    BenchMessage {
+        header: BenchHeader::default(),
+        payload: rclrs::rosidl_runtime_rs::Sequence::new(config.payload),
+    }
+}
+
+fn both(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
+    let setup = Setup::new(config)?;
+    let node = setup
+        .executor
+        .create_node(format!("bench_{}_{}", config.executor, std::process::id()).as_str())?;
+    let stats = Stats::new(config.latency);
+    let subscriptions = subscribe(
+        &node,
+        config,
+        &vec![config.topic.clone(); config.subscriptions],
+        &stats,
+    )?;
+    let publisher = node.create_publisher::<BenchMessage>(config.qos(&config.topic))?;
+    publishing::wait_for_match("the subscriptions", config.subscriptions, || {
+        publisher.get_subscription_count()
+    })?;
+    let spinner = setup.start()?;
+
+    let schedule = Schedule {
+        period: config.period(),
+        warmup: config.warmup,
+        window: config.window,
+        tail: Duration::ZERO,
+    };
+    let publishing = {
+        let stats = Arc::clone(&stats);
+        let mut msg = message(config);
+        std::thread::spawn(move || {
+            publishing::publish(schedule, &stats.in_window, &stats.received, |seq| {
+                msg.header.seq = seq;
+                msg.header.send_time_ns = monotonic_ns();
+                publisher.publish(&msg)
+            })
+        })
+    };
+    let published = publishing.join().map_err(|_| "the publisher panicked")??;
+    let expected = published.total_sent * config.subscriptions as u64;
+    publishing::settle(&stats.received, expected);
+    let executor = spinner.stop()?;
+    let received = stats.received.load(Ordering::Relaxed);
+    let w = published.window;
+    let report = header(config)
+        .num("window_s", w.wall_s(), 3)
+        .deliveries(expected, received)
+        .num("sent_per_s", w.sent_per_s(), 1)
+        .num("received_per_s", w.received_per_s(), 1)
+        .num("cpu_process_pct", w.process_cpu_pct(), 1)
+        .num("cpu_executor_pct", w.executor_cpu_pct(), 1)
+        .latencies(&stats.latencies());
+    drop(subscriptions);
+    drop(executor);
+    Ok(report)
+}
+
+fn publisher(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
+    // A publisher needs a node, not a spinning executor.
+    let context = rclrs::Context::default_from_env()?;
+    let executor = context.create_basic_executor();
+    let node = executor.create_node(format!("bench_pub_{}", std::process::id()).as_str())?;
+    let publisher = node.create_publisher::<BenchMessage>(config.qos(&config.topic))?;
+    publishing::wait_for_match("the subscriber process", config.subscriptions, || {
+        publisher.get_subscription_count()
+    })?;
+    let schedule = Schedule {
+        period: config.period(),
+        warmup: config.warmup,
+        window: config.window,
+        // The subscriber's window opens at its first arrival, a little after ours.
+        tail: Duration::from_secs(1),
+    };
+    let (in_window, received) = (AtomicBool::new(false), AtomicU64::new(0));
+    let mut msg = message(config);
+    // A reliable writer whose history is full of samples a slow reader has not yet
+    // acknowledged gives up after its blocking time and `publish` fails: the message
+    // was not sent. Count those and go on; the subscriber's rate is what is measured.
+    let mut refused = 0u64;
+    let mut first_refusal = None;
+    let published = publishing::publish(schedule, &in_window, &received, |seq| {
+        msg.header.seq = seq - refused;
+        msg.header.send_time_ns = monotonic_ns();
+        if let Err(err) = publisher.publish(&msg) {
+            refused += 1;
+            first_refusal.get_or_insert(err);
+        }
+        Ok::<(), rclrs::RclrsError>(())
+    })?;
+    if refused == published.total_sent {
+        return Err(format!(
+            "every publish failed: {}",
+            first_refusal.map_or(String::new(), |e| e.to_string())
+        )
+        .into());
+    }
+    Ok(header(config)
+        .int("sent", published.total_sent - refused)
+        .int("publish_failed", refused)
+        .num(
+            "sent_per_s",
+            (published.total_sent - refused) as f64 / published.elapsed_s.max(1e-9),
+            1,
+        )
+        .num("cpu_publisher_pct", published.window.process_cpu_pct(), 1))
+}
+
+fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
+    let setup = Setup::new(config)?;
+    let node = setup
+        .executor
+        .create_node(format!("bench_sub_{}_{}", config.executor, std::process::id()).as_str())?;
+    let stats = Stats::new(config.latency);
+    let subscriptions = subscribe(
+        &node,
+        config,
+        &vec![config.topic.clone(); config.subscriptions],
+        &stats,
+    )?;
+    let spinner = setup.start()?;
+    let count = || stats.received.load(Ordering::Relaxed);
+
+    let result = (|| {
+        // The window opens `warmup` after the first arrival.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while count() == 0 {
+            if Instant::now() > deadline {
+                return Err("no message arrived within 30 s".to_string());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let opens = Instant::now() + config.warmup;
+        sleep_until(opens);
+        stats.in_window.store(true, Ordering::Relaxed);
+        let first = Edge::now(0, count());
+        sleep_until(opens + config.window);
+        stats.in_window.store(false, Ordering::Relaxed);
+        let last = Edge::now(0, count());
+        // Count on until the publisher has gone quiet.
+        let mut seen = count();
+        let mut quiet_since = Instant::now();
+        while quiet_since.elapsed() < config.idle_exit {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = count();
+            if now != seen {
+                seen = now;
+                quiet_since = Instant::now();
+            }
+        }
+        // The publisher stopped before the window closed: the window is not a measure.
+        if last.received == first.received || quiet_since_window_end(first, last, config) {
+            return Err("the publisher stopped before the window ended".to_string());
+        }
+        Ok(Window { first, last })
+    })();
+    let executor = spinner.stop()?;
+    let window = result?;
+    let report = header(config)
+        .num("window_s", window.wall_s(), 3)
+        .null("sent")
+        .int("received", stats.received.load(Ordering::Relaxed))
+        .null("dropped")
+        .null("drop_pct")
+        .null("sent_per_s")
+        .num("received_per_s", window.received_per_s(), 1)
+        // No publisher here: the process is the executor and the middleware.
+        .num("cpu_process_pct", window.process_cpu_pct(), 1)
+        .num("cpu_executor_pct", window.process_cpu_pct(), 1)
+        .latencies(&stats.latencies());
+    drop(subscriptions);
+    drop(executor);
+    Ok(report)
+}
+
+/// At a paced rate, a window that received less than a tenth of what the rate
+/// promises saw the publisher stop early.
+fn quiet_since_window_end(first: Edge, last: Edge, config: &Config) -> bool {
+    let window = Window { first, last };
+    config.rate_hz > 0.0
+        && window.received_per_s() < 0.1 * config.rate_hz * config.subscriptions as f64
+}
+
+fn sleep_until(when: Instant) {
+    if let Some(wait) = when.checked_duration_since(Instant::now()) {
+        std::thread::sleep(wait);
+    }
+}

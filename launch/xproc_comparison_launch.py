@@ -1,0 +1,86 @@
+"""One message-passing benchmark run across two processes (the stream workload): a
+subscriber process (`--role sub`) served by the executor under test, and a publisher
+process, always the Rust `bench_node --role pub --executor rclrs_tokio`, so every executor
+is fed by the same publisher. Both share one `--topic`. Each prints one JSON line: the
+subscriber's has received_per_s, CPU and latency (sent and dropped are null), the
+publisher's has sent and sent_per_s (benchmarks/harness/bench.py merges the two). The
+launch shuts down when the subscriber exits (a publisher still running gets SIGINT).
+
+    ros2 launch rclrs_tokio xproc_comparison_launch.py executor:=rclcpp_events payload:=65536
+    ros2 launch rclrs_tokio xproc_comparison_launch.py subscriptions:=8 workers:=2
+"""
+
+import os
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler, Shutdown
+from launch.event_handlers import OnProcessExit
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl'}
+ARGUMENTS = [
+    ('executor', 'rclrs_tokio',
+     'Executor under test in the subscriber process: rclrs_tokio, rclrs_basic, raw_rcl '
+     '(no executor, the floor), rclcpp_single, rclcpp_multi, rclcpp_events or '
+     'rclcpp_events_cbg'),
+    ('payload', '0', 'Payload size of each BenchMessage, in bytes'),
+    ('reliability', 'reliable', 'QoS reliability: reliable or best_effort'),
+    ('depth', '1000', 'QoS history depth (keep last)'),
+    ('rate_hz', '0', 'Publishing rate in Hz; 0 publishes as fast as possible'),
+    ('seconds', '3',
+     'Length of the measured window, in seconds (it starts at the first message + warmup)'),
+    ('warmup', '1', 'Warm-up before the measured window, in seconds'),
+    ('latency', 'false', 'Record per-message latency in the subscriber (true or false)'),
+    ('callback', 'node', 'Rust only: node-level (node) or Worker (worker) subscriptions'),
+    ('subscriptions', '1',
+     'Subscriptions on the one topic in the subscriber process (fanout); the publisher '
+     'waits for this many matches'),
+    ('workers', '1',
+     'Groups the subscriptions are spread over round-robin: Rust Workers or rclcpp '
+     'MutuallyExclusive callback groups (raw_rcl: always one Worker)'),
+    ('idle_exit', '1.0',
+     'The subscriber exits after this many seconds without a message, after the window'),
+    ('topic', '',
+     'Topic both processes share; empty: bench_xproc_<pid of ros2 launch>'),
+]
+
+
+def _nodes(context):
+    get = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    executor = get['executor']
+    topic = get['topic'] or f'bench_xproc_{os.getpid()}'
+    package, executable = (('rclrs_tokio_benchmarks', 'bench_node') if executor in RUST
+                           else ('rclcpp_events_bridge', 'bench_node_cpp'))
+    common = ['--workload', 'stream', '--topic', topic, '--payload', get['payload'],
+              '--reliability', get['reliability'], '--depth', get['depth'],
+              '--rate-hz', get['rate_hz'], '--seconds', get['seconds'],
+              '--warmup-s', get['warmup'], '--subscriptions', get['subscriptions']]
+    sub_arguments = ['--role', 'sub', '--executor', executor, *common,
+                     '--callback', get['callback'], '--workers', get['workers'],
+                     '--idle-exit-s', get['idle_exit']]
+    if get['latency'].lower() == 'true':
+        sub_arguments.append('--latency')
+    subscriber = Node(package=package, executable=executable, name=f'bench_sub_{executor}',
+                      exec_name='sub', arguments=sub_arguments, output='screen')
+    publisher = Node(package='rclrs_tokio_benchmarks', executable='bench_node',
+                     name='bench_pub_rclrs_tokio', exec_name='pub',
+                     arguments=['--role', 'pub', '--executor', 'rclrs_tokio', *common],
+                     output='screen')
+    # The subscriber decides when the run is over: it exits idle_exit seconds after the
+    # last message, or with exit 2 when no message came (30 s) or the publisher stopped
+    # before the window ended. A publisher that failed late does not cut its result short.
+    return [
+        RegisterEventHandler(OnProcessExit(
+            target_action=subscriber,
+            on_exit=[Shutdown(reason='the subscriber process exited')])),
+        subscriber,
+        publisher,
+    ]
+
+
+def generate_launch_description():
+    return LaunchDescription(
+        [DeclareLaunchArgument(name, default_value=default, description=description)
+         for name, default, description in ARGUMENTS]
+        + [OpaqueFunction(function=_nodes)])

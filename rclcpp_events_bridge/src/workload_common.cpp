@@ -1,0 +1,146 @@
+// What the workloads share: QoS, callback groups, subscriptions, settling and the keys
+// of the JSON line (declared in workloads.hpp).
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rclcpp/rclcpp.hpp"
+
+#include "workloads.hpp"
+
+namespace workloads
+{
+
+const char * name(Workload workload)
+{
+  switch (workload) {
+    case Workload::Stream: return "stream";
+    case Workload::Service: return "service";
+    case Workload::Scaling: return "scaling";
+    case Workload::Parallel: return "parallel";
+  }
+  return "?";
+}
+
+const char * name(Role role)
+{
+  switch (role) {
+    case Role::Both: return "both";
+    case Role::Sub: return "sub";
+    case Role::Pub: return "pub";
+  }
+  return "?";
+}
+
+rclcpp::QoS Config::qos() const
+{
+  rclcpp::QoS qos{rclcpp::KeepLast(depth)};
+  if (reliable) {
+    qos.reliable();
+  } else {
+    qos.best_effort();
+  }
+  return qos;
+}
+
+std::string Config::node_name() const
+{
+  return "bench_" + executor + "_" + std::to_string(::getpid());
+}
+
+std::vector<rclcpp::CallbackGroup::SharedPtr> make_groups(
+  rclcpp::Node & node, uint64_t count, bool default_for_one)
+{
+  std::vector<rclcpp::CallbackGroup::SharedPtr> groups;
+  if (count == 1 && default_for_one) {
+    return groups;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    // Added to the executor together with the node.
+    groups.push_back(node.create_callback_group(
+        rclcpp::CallbackGroupType::MutuallyExclusive, true));
+  }
+  return groups;
+}
+
+std::vector<rclcpp::Subscription<BenchMessage>::SharedPtr> subscribe(
+  rclcpp::Node & node, const std::vector<std::string> & topics, const rclcpp::QoS & qos,
+  const std::vector<rclcpp::CallbackGroup::SharedPtr> & groups,
+  const std::function<void(const BenchMessage &)> & callback)
+{
+  std::vector<rclcpp::Subscription<BenchMessage>::SharedPtr> subscriptions;
+  subscriptions.reserve(topics.size());
+  for (size_t i = 0; i < topics.size(); ++i) {
+    rclcpp::SubscriptionOptions options;
+    if (!groups.empty()) {
+      options.callback_group = groups[i % groups.size()];
+    }
+    subscriptions.push_back(
+      node.create_subscription<BenchMessage>(topics[i], qos, callback, options));
+  }
+  return subscriptions;
+}
+
+void settle(const Stats & stats, uint64_t expected)
+{
+  uint64_t seen = stats.count();
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const uint64_t now = stats.count();
+    if (now == seen || now >= expected) {
+      return;
+    }
+    seen = now;
+  }
+}
+
+bench::Json message_report(
+  const Config & config, const Window & window, const Totals & totals,
+  const bench::Latencies & latencies)
+{
+  const double wall_s = window.wall_s();
+  bench::Json json;
+  json.text("workload", name(config.workload))
+  .text("role", name(config.role))
+  .text("executor", config.executor)
+  .integer("payload", config.payload)
+  .flag("reliable", config.reliable)
+  .integer("depth", config.depth)
+  .raw("rate_hz", bench::display(config.rate_hz))
+  .number("window_s", wall_s, 3);
+  if (totals.sent) {
+    const uint64_t dropped =
+      totals.expected > totals.received ? totals.expected - totals.received : 0;
+    json.integer("sent", *totals.sent)
+    .integer("received", totals.received)
+    .integer("dropped", dropped)
+    .number(
+      "drop_pct",
+      100.0 * static_cast<double>(dropped) /
+      static_cast<double>(std::max<uint64_t>(totals.expected, 1)), 2)
+    .number(
+      "sent_per_s", static_cast<double>(window.last.sent - window.first.sent) / wall_s, 1);
+  } else {
+    json.null("sent").integer("received", totals.received).null("dropped").null("drop_pct")
+    .null("sent_per_s");
+  }
+  return json.number("received_per_s", static_cast<double>(window.received()) / wall_s, 1)
+         .number("cpu_process_pct", 100.0 * window.process_cpu_s() / wall_s, 1)
+         .number("cpu_executor_pct", 100.0 * window.executor_cpu_s() / wall_s, 1)
+         .latencies(latencies);
+}
+
+void print(const bench::Json & json)
+{
+  std::printf("%s\n", json.line().c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace workloads

@@ -1,0 +1,93 @@
+// --workload scaling: --subscriptions N subscriptions, each on its own topic
+// <topic>_<i>, all in the node's default callback group: what the executor costs while
+// nothing happens, and what one message costs with N entities registered.
+//
+// After the executor started spinning:
+//   1. settle 0.5 s, then an idle window of --seconds with nothing published:
+//      idle_cpu_pct = process CPU / wall;
+//   2. one publisher on <topic>_0 at --rate-hz for warm-up + --seconds, measured as the
+//      stream workload: per_message_us = executor CPU in the window / deliveries in it.
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rclcpp/rclcpp.hpp"
+
+#include "workloads.hpp"
+
+namespace workloads
+{
+
+int run_scaling(const Config & config)
+{
+  auto executor = bench::make_executor(config.executor, config.threads);
+  auto node = std::make_shared<rclcpp::Node>(
+    config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(false));
+  Stats stats;
+  stats.latency = config.latency;
+  std::vector<std::string> topics;
+  topics.reserve(config.subscriptions);
+  for (uint64_t i = 0; i < config.subscriptions; ++i) {
+    topics.push_back(config.topic + "_" + std::to_string(i));
+  }
+  const auto subscriptions = subscribe(
+    *node, topics, config.qos(), {}, [&stats](const BenchMessage & msg) {stats.on_message(msg);});
+  auto publisher = node->create_publisher<BenchMessage>(topics.front(), config.qos());
+  bench::wait_for_match(
+    [&publisher] {return publisher->get_subscription_count();},
+    "the subscription on " + topics.front() + " never matched");
+
+  executor->add_node(node);
+  bench::SpinThread spinning(*executor);
+
+  // Phase 1: idle.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Window idle;
+  idle.first = Edge::now(0, 0);
+  std::this_thread::sleep_for(bench::seconds_to_ns(config.window_s));
+  idle.last = Edge::now(0, 0);
+
+  // Phase 2: one topic at the rate.
+  BenchMessage msg;
+  msg.payload.resize(config.payload, 0);
+  const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, 0.0};
+  const Published published = on_own_thread(
+    [&] {
+      return publish(
+        schedule, stats, [&](uint64_t seq) {
+          msg.header.seq = seq;
+          msg.header.send_time_ns = bench::monotonic_ns();
+          publisher->publish(msg);
+          return uint64_t{1};
+        });
+    });
+  settle(stats, published.total_sent);
+  const std::string spin_error = spinning.stop();
+  if (!spin_error.empty()) {
+    throw std::runtime_error("spin: " + spin_error);
+  }
+  executor->remove_node(node);
+
+  const Window & w = published.window;
+  // No delivery in the window: no cost per message to report (null).
+  const double per_message_us = w.received() == 0 ? std::nan("") :
+    1e6 * w.executor_cpu_s() / static_cast<double>(w.received());
+  std::lock_guard<std::mutex> lock(stats.mutex);
+  bench::Json json = message_report(
+    config, w, Totals{published.total_sent, published.total_sent, stats.count()},
+    stats.latencies);
+  json.integer("subscriptions", config.subscriptions)
+  .number("idle_cpu_pct", 100.0 * idle.process_cpu_s() / idle.wall_s(), 2)
+  .number("per_message_us", per_message_us, 2);
+  print(json);
+  return 0;
+}
+
+}  // namespace workloads

@@ -1,0 +1,134 @@
+// --workload service: closed-loop round trips. A BenchEcho server (bench_echo_<pid>) and
+// a client, both in the node's default callback group on the executor under test, and
+// this (main) thread as the driver: call, wait for the answer, call again. No deadlock
+// with any of the executors: the driver waits on the future outside the executor, whose
+// threads serve both the request and the response.
+//
+// The round trip runs from the request's send_time_ns, which the server echoes back.
+// Service and client use the default services QoS (as the Rust node); --reliability
+// and --depth do not apply.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "rclcpp/rclcpp.hpp"
+#include "rclrs_tokio_msgs/srv/bench_echo.hpp"
+
+#include "workloads.hpp"
+
+namespace workloads
+{
+
+using rclrs_tokio_msgs::srv::BenchEcho;
+
+namespace
+{
+
+/// How long one call may take before the run fails instead of hanging.
+constexpr auto kCallTimeout = std::chrono::seconds(5);
+
+/// The calls the driver made.
+struct Calls
+{
+  Window window;
+  uint64_t completed = 0;
+  bench::Latencies round_trips;  // inside the window
+};
+
+/// The closed loop: warm-up + window, the window's edges on this thread.
+Calls drive(const Config & config, rclcpp::Client<BenchEcho> & client)
+{
+  auto request = std::make_shared<BenchEcho::Request>();
+  request->payload.resize(config.payload, 0);
+  const auto start = Clock::now();
+  const auto opens = start + bench::seconds_to_ns(config.warmup_s);
+  const auto closes = opens + bench::seconds_to_ns(config.window_s);
+
+  Calls calls;
+  bool opened = false;
+  for (;;) {
+    const auto now = Clock::now();
+    if (!opened && now >= opens) {
+      calls.window.first = Edge::now(calls.completed, calls.completed);
+      opened = true;
+    }
+    if (now >= closes) {
+      calls.window.last = Edge::now(calls.completed, calls.completed);
+      break;
+    }
+    request->header.seq = calls.completed;
+    request->header.send_time_ns = bench::monotonic_ns();
+    auto pending = client.async_send_request(request);
+    if (pending.future.wait_for(kCallTimeout) != std::future_status::ready) {
+      client.remove_pending_request(pending);
+      throw std::runtime_error("a service call got no answer within 5 s");
+    }
+    const auto response = pending.future.get();
+    const int64_t rtt_ns = bench::monotonic_ns() - response->header.send_time_ns;
+    if (opened) {
+      calls.round_trips.push(rtt_ns);
+    }
+    ++calls.completed;
+  }
+  return calls;
+}
+
+}  // namespace
+
+int run_service(const Config & config)
+{
+  auto executor = bench::make_executor(config.executor, config.threads);
+  auto node = std::make_shared<rclcpp::Node>(
+    config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(false));
+  const std::string service_name = "bench_echo_" + std::to_string(::getpid());
+  auto service = node->create_service<BenchEcho>(
+    service_name,
+    [](const std::shared_ptr<BenchEcho::Request> request,
+    std::shared_ptr<BenchEcho::Response> response) {
+      response->header = request->header;
+      response->payload = std::move(request->payload);
+    });
+  auto client = node->create_client<BenchEcho>(service_name);
+  executor->add_node(node);
+  bench::SpinThread spinning(*executor);
+
+  if (!client->wait_for_service(std::chrono::seconds(20))) {
+    throw std::runtime_error("the service was not ready within 20 s");
+  }
+  const Calls calls = drive(config, *client);
+  const std::string spin_error = spinning.stop();
+  if (!spin_error.empty()) {
+    throw std::runtime_error("spin: " + spin_error);
+  }
+  executor->remove_node(node);
+
+  const Window & w = calls.window;
+  const double wall_s = w.wall_s();
+  const double calls_per_s = static_cast<double>(w.received()) / wall_s;
+  bench::Json json;
+  json.text("workload", name(config.workload))
+  .text("role", name(config.role))
+  .text("executor", config.executor)
+  .integer("payload", config.payload)
+  .number("window_s", wall_s, 3)
+  .integer("sent", calls.completed)
+  .integer("received", calls.completed)
+  .integer("dropped", 0)
+  .number("drop_pct", 0.0, 2)
+  .number("sent_per_s", calls_per_s, 1)
+  .number("received_per_s", calls_per_s, 1)
+  .number("cpu_process_pct", 100.0 * w.process_cpu_s() / wall_s, 1)
+  .number("cpu_executor_pct", 100.0 * w.executor_cpu_s() / wall_s, 1)
+  .latencies(calls.round_trips);
+  print(json);
+  return 0;
+}
+
+}  // namespace workloads

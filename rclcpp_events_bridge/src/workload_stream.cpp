@@ -1,0 +1,282 @@
+// --workload stream: a BenchMessage stream on one topic, to --subscriptions N
+// subscriptions spread round-robin over --workers M MutuallyExclusive callback groups
+// (M == 1: the node's default group).
+//
+//   --role both  publisher thread and executor in this process (the original workload)
+//   --role pub   publisher only; no executor spins
+//   --role sub   subscriptions only, served by the executor under test; the window opens
+//                at the first message + warm-up and the run ends after --idle-exit-s
+//                without a message
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rclcpp/rclcpp.hpp"
+
+#include "workloads.hpp"
+
+namespace workloads
+{
+namespace
+{
+
+/// Publishing after the window, so a subscriber process's window ends while messages
+/// still flow.
+constexpr double kPublisherTailS = 0.5;
+
+/// How long a subscriber process waits for its first message.
+constexpr int64_t kFirstMessageTimeoutNs = 30LL * 1000000000LL;
+
+std::shared_ptr<rclcpp::Node> make_node(const Config & config)
+{
+  return std::make_shared<rclcpp::Node>(
+    config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(false));
+}
+
+/// The N subscriptions of the run, all on --topic, counting into `stats`.
+std::vector<rclcpp::Subscription<BenchMessage>::SharedPtr> fanout(
+  rclcpp::Node & node, const Config & config, Stats & stats)
+{
+  const std::vector<std::string> topics(config.subscriptions, config.topic);
+  return subscribe(
+    node, topics, config.qos(), make_groups(node, config.workers, true),
+    [&stats](const BenchMessage & msg) {stats.on_message(msg);});
+}
+
+/// Wait until `publisher` matched all N subscriptions (20 s).
+void wait_for_subscribers(
+  const Config & config, const rclcpp::Publisher<BenchMessage> & publisher)
+{
+  bench::wait_for_count(
+    [&publisher] {return publisher.get_subscription_count();}, config.subscriptions,
+    config.subscriptions == 1 ? "the subscription on " + config.topic + " never matched" :
+    "fewer than " + std::to_string(config.subscriptions) + " subscriptions on " +
+    config.topic + " matched within 20 s");
+}
+
+/// One step of the publisher: stamp and publish `msg`.
+uint64_t publish_one(rclcpp::Publisher<BenchMessage> & publisher, BenchMessage & msg, uint64_t seq)
+{
+  msg.header.seq = seq;
+  msg.header.send_time_ns = bench::monotonic_ns();
+  publisher.publish(msg);
+  return 1;
+}
+
+void stop(bench::SpinThread & spinning)
+{
+  const std::string error = spinning.stop();
+  if (!error.empty()) {
+    throw std::runtime_error("spin: " + error);
+  }
+}
+
+bench::Json & fanout_keys(bench::Json & json, const Config & config)
+{
+  return json.integer("subscriptions", config.subscriptions).integer("workers", config.workers);
+}
+
+/// Publisher thread and executor in this process.
+int run_both(const Config & config)
+{
+  auto executor = bench::make_executor(config.executor, config.threads);
+  auto node = make_node(config);
+  Stats stats;
+  stats.latency = config.latency;
+  const auto subscriptions = fanout(*node, config, stats);
+  auto publisher = node->create_publisher<BenchMessage>(config.topic, config.qos());
+  wait_for_subscribers(config, *publisher);
+
+  // The executor spins on its own thread, the publisher on another, as in the Rust node.
+  executor->add_node(node);
+  bench::SpinThread spinning(*executor);
+  BenchMessage msg;
+  msg.payload.resize(config.payload, 0);
+  const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, 0.0};
+  const Published published = on_own_thread(
+    [&] {
+      return publish(
+        schedule, stats, [&](uint64_t seq) {return publish_one(*publisher, msg, seq);});
+    });
+
+  // Let what is still queued arrive (reliable), then stop the executor.
+  const uint64_t expected = published.total_sent * config.subscriptions;
+  settle(stats, expected);
+  stop(spinning);
+  executor->remove_node(node);
+
+  std::lock_guard<std::mutex> lock(stats.mutex);
+  bench::Json json = message_report(
+    config, published.window, Totals{published.total_sent, expected, stats.count()},
+    stats.latencies);
+  print(fanout_keys(json, config));
+  return 0;
+}
+
+/// Publisher only: wait for the N subscriptions, publish for warm-up + window + tail.
+/// cpu_publisher_pct is this process's CPU over the window (as the Rust publisher).
+int run_pub(const Config & config)
+{
+  auto node = make_node(config);
+  auto publisher = node->create_publisher<BenchMessage>(config.topic, config.qos());
+  wait_for_subscribers(config, *publisher);
+
+  Stats unused;
+  BenchMessage msg;
+  msg.payload.resize(config.payload, 0);
+  const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, kPublisherTailS};
+  // A reliable writer whose history is full of samples a slow reader has not yet
+  // acknowledged gives up after its blocking time and publish() throws: that message
+  // was not sent. Count those and go on (as the Rust publisher); the subscriber's rate
+  // is what is measured. Sequence numbers stay contiguous over the messages sent.
+  uint64_t refused = 0;
+  std::string first_refusal;
+  const Published published = publish(
+    schedule, unused, [&](uint64_t seq) -> uint64_t {
+      try {
+        return publish_one(*publisher, msg, seq - refused);
+      } catch (const rclcpp::exceptions::RCLError & e) {
+        if (refused++ == 0) {
+          first_refusal = e.what();
+        }
+        return 0;
+      }
+    });
+  if (published.total_sent == 0) {
+    throw std::runtime_error("every publish failed: " + first_refusal);
+  }
+  if (config.reliable) {
+    // Let the subscribers acknowledge the tail before the writer goes away.
+    publisher->wait_for_all_acked(std::chrono::seconds(5));
+  }
+
+  bench::Json json;
+  json.text("workload", name(config.workload))
+  .text("role", name(config.role))
+  .text("executor", config.executor)
+  .integer("sent", published.total_sent)
+  .integer("publish_failed", refused)
+  .number("sent_per_s", static_cast<double>(published.total_sent) / published.elapsed_s, 1)
+  .integer("payload", config.payload)
+  .flag("reliable", config.reliable)
+  .integer("depth", config.depth)
+  .raw("rate_hz", bench::display(config.rate_hz))
+  .number("publish_s", published.elapsed_s, 3)
+  .number(
+    "cpu_publisher_pct",
+    100.0 * published.window.process_cpu_s() / published.window.wall_s(), 1);
+  print(fanout_keys(json, config));
+  return 0;
+}
+
+/// Notices when deliveries stop: the time since the counter last moved.
+class Activity
+{
+public:
+  Activity(const Stats & stats, int64_t since_ns)
+  : stats_(stats), seen_(stats.count()), changed_ns_(since_ns) {}
+
+  int64_t idle_ns()
+  {
+    const uint64_t count = stats_.count();
+    const int64_t now = bench::monotonic_ns();
+    if (count != seen_) {
+      seen_ = count;
+      changed_ns_ = now;
+    }
+    return now - changed_ns_;
+  }
+
+private:
+  const Stats & stats_;
+  uint64_t seen_;
+  int64_t changed_ns_;
+};
+
+/// The subscriptions only, on the executor under test. This (main) thread is the
+/// watcher: it sleeps until each edge of the window and takes it.
+int run_sub(const Config & config)
+{
+  auto executor = bench::make_executor(config.executor, config.threads);
+  auto node = make_node(config);
+  Stats stats;
+  stats.latency = config.latency;
+  const auto subscriptions = fanout(*node, config, stats);
+  executor->add_node(node);
+  bench::SpinThread spinning(*executor);
+
+  const int64_t started_ns = bench::monotonic_ns();
+  while (stats.first_arrival_ns.load() == 0) {
+    if (bench::monotonic_ns() - started_ns > kFirstMessageTimeoutNs) {
+      throw std::runtime_error("no message arrived on " + config.topic + " within 30 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
+  const int64_t first_ns = stats.first_arrival_ns.load();
+  const int64_t idle_exit_ns = bench::seconds_to_ns(config.idle_exit_s).count();
+  // A few wake-ups per idle period, at most 20 per second: negligible CPU.
+  const int64_t poll_ns = std::clamp<int64_t>(idle_exit_ns / 4, 1000000, 50000000);
+  Activity activity(stats, first_ns);
+  const auto sleep_until = [&](int64_t due_ns) {
+      for (;;) {
+        const int64_t now = bench::monotonic_ns();
+        if (now >= due_ns) {
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(poll_ns, due_ns - now)));
+        if (activity.idle_ns() >= idle_exit_ns) {
+          throw std::runtime_error("the publisher stopped before the window ended");
+        }
+      }
+    };
+  // Only the process's CPU: no publisher thread to take out.
+  const auto edge = [&stats] {
+      Edge e = Edge::now(0, stats.count());
+      e.thread_cpu_ns = 0;
+      return e;
+    };
+
+  const int64_t opens_ns = first_ns + bench::seconds_to_ns(config.warmup_s).count();
+  sleep_until(opens_ns);
+  Window window;
+  window.first = edge();
+  stats.in_window.store(true);
+  sleep_until(window.first.wall_ns + bench::seconds_to_ns(config.window_s).count());
+  stats.in_window.store(false);
+  window.last = edge();
+
+  // Count the rest of the stream until it stops.
+  while (activity.idle_ns() < idle_exit_ns) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(poll_ns));
+  }
+  stop(spinning);
+  executor->remove_node(node);
+
+  std::lock_guard<std::mutex> lock(stats.mutex);
+  bench::Json json =
+    message_report(config, window, Totals{std::nullopt, 0, stats.count()}, stats.latencies);
+  print(fanout_keys(json, config));
+  return 0;
+}
+
+}  // namespace
+
+int run_stream(const Config & config)
+{
+  switch (config.role) {
+    case Role::Pub: return run_pub(config);
+    case Role::Sub: return run_sub(config);
+    case Role::Both: break;
+  }
+  return run_both(config);
+}
+
+}  // namespace workloads
