@@ -45,16 +45,18 @@ _NO_RAW = frozenset({'raw_rcl'})
 
 SCENARIOS: dict[str, Scenario] = {}
 # Node-level callbacks (`node.create_subscription`, as in the rclcpp anchors) for the
-# plain scenarios; `_worker` uses a Worker's subscription (the C++ nodes ignore
-# `--callback`); `_xproc` puts the publisher in another process.
+# plain scenarios; `_worker` uses a Worker's subscription; `_xproc` puts the publisher
+# in another process.
 for _name, (_args, _metric, _higher, _extra) in _STREAMS.items():
     SCENARIOS[_name] = Scenario('message', (*_args, '--callback', 'node'), _metric, _higher,
                                 _extra)
     SCENARIOS[f'{_name}_xproc'] = Scenario('xproc', (*_args, '--callback', 'node'), _metric,
                                            _higher, _extra)
+# rclcpp has one kind of subscription callback: the `_worker` rows are Rust only.
+_RCLCPP = frozenset({'rclcpp_single', 'rclcpp_multi', 'rclcpp_events', 'rclcpp_events_cbg'})
 for _name, (_args, _metric, _higher, _extra) in _STREAMS.items():
     SCENARIOS[f'{_name}_worker'] = Scenario('message', (*_args, '--callback', 'worker'),
-                                            _metric, _higher, _extra)
+                                            _metric, _higher, _extra, not_for=_RCLCPP)
 
 _FANOUT = ('--payload', '0', *_RELIABLE_1000, '--rate-hz', '0', '--subscriptions', '8',
            '--workers', '2', '--callback', 'worker')

@@ -20,6 +20,11 @@ pub(crate) struct ExecutorShared {
     pub(crate) queued: Arc<AtomicUsize>,
     /// `halt_spinning` and context checks: wakes the spin future.
     pub(crate) wake_spin: Notify,
+    /// Worker tasks lingering right now, and how many may at once (see
+    /// `worker_task::LINGER`): one core fewer than the machine has, so a spinning
+    /// Worker never takes the last core from the thread that feeds it.
+    pub(crate) lingering: AtomicUsize,
+    pub(crate) max_lingering: usize,
     shutdown: AtomicBool,
     /// Control channels of the Worker tasks, to tell them to tear down.
     workers: std::sync::Mutex<Vec<tokio::sync::mpsc::UnboundedSender<Control>>>,
@@ -35,6 +40,9 @@ impl ExecutorShared {
             timers: TimerScheduler::new(),
             queued: Arc::default(),
             wake_spin: Notify::new(),
+            lingering: AtomicUsize::new(0),
+            max_lingering: std::thread::available_parallelism()
+                .map_or(0, |n| n.get().saturating_sub(1)),
             shutdown: AtomicBool::new(false),
             workers: std::sync::Mutex::new(Vec::new()),
             clock_task: std::sync::OnceLock::new(),

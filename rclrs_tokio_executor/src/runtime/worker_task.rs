@@ -49,10 +49,22 @@ const ENTITY_BUDGET: usize = 256;
 /// Lingering only pays while it catches something. When the producer is on another
 /// process, or shares this thread's core, spinning steals the very CPU the producer
 /// needs; so after `LINGER_MISSES` lingers in a row caught nothing, the Worker stops
-/// lingering and probes again only once every `LINGER_PROBE` wake-ups.
+/// lingering and probes again only once every `LINGER_PROBE` wake-ups. For the same
+/// reason at most one Worker fewer than the machine has cores lingers at a time, and a
+/// linger ends early when another task of the same thread becomes ready.
 const LINGER: std::time::Duration = std::time::Duration::from_micros(30);
 const LINGER_MISSES: u32 = 2;
 const LINGER_PROBE: u32 = 64;
+
+/// How a linger ended.
+enum Linger {
+    /// A new item arrived: it is in the stash.
+    Caught,
+    /// Nothing arrived within [`LINGER`].
+    Missed,
+    /// Another task of this thread became ready; it must not wait for us.
+    OthersReady,
+}
 
 /// Bookkeeping for a Worker task, handled even while not spinning.
 pub(crate) enum Control {
@@ -169,10 +181,10 @@ impl WorkerTask {
             if budget_used {
                 tokio::task::yield_now().await;
             } else if streaming && self.stash.is_none() && self.may_linger() {
-                if self.linger() {
-                    self.linger_misses = 0;
-                } else {
-                    self.linger_misses += 1;
+                match self.linger_if_a_core_is_free() {
+                    Some(Linger::Caught) => self.linger_misses = 0,
+                    Some(Linger::Missed) => self.linger_misses += 1,
+                    Some(Linger::OthersReady) | None => {}
                 }
             }
             self.idle_since = Some(std::time::Instant::now());
@@ -192,18 +204,46 @@ impl WorkerTask {
         false
     }
 
-    /// Watch the mailbox for up to [`LINGER`]; a new item becomes the stash. Returns
-    /// whether it caught one.
-    fn linger(&mut self) -> bool {
-        let until = std::time::Instant::now() + LINGER;
-        while std::time::Instant::now() < until {
-            if let Some(item) = self.mailbox.try_recv() {
-                self.stash = Some(item);
-                return true;
-            }
-            std::hint::spin_loop();
+    /// Linger if a core is free for it (see `ExecutorShared::max_lingering`).
+    fn linger_if_a_core_is_free(&mut self) -> Option<Linger> {
+        let lingering = &self.shared.lingering;
+        if lingering.fetch_add(1, Ordering::AcqRel) >= self.shared.max_lingering {
+            lingering.fetch_sub(1, Ordering::AcqRel);
+            return None;
         }
-        false
+        let outcome = self.linger();
+        self.shared.lingering.fetch_sub(1, Ordering::AcqRel);
+        Some(outcome)
+    }
+
+    /// Watch the mailbox for up to [`LINGER`]; a new item becomes the stash.
+    fn linger(&mut self) -> Linger {
+        // Other tasks of this thread (other Workers placed here) woken meanwhile wait in
+        // the runtime's injection queue: lingering would hold them up, so stop then.
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let others_ready = || {
+            runtime
+                .as_ref()
+                .is_some_and(|r| r.metrics().global_queue_depth() > 0)
+        };
+        let until = std::time::Instant::now() + LINGER;
+        loop {
+            // Reading the clock costs more than a look at the mailbox: look 32 times
+            // between readings.
+            for _ in 0..32 {
+                if let Some(item) = self.mailbox.try_recv() {
+                    self.stash = Some(item);
+                    return Linger::Caught;
+                }
+                std::hint::spin_loop();
+            }
+            if others_ready() {
+                return Linger::OthersReady;
+            }
+            if std::time::Instant::now() >= until {
+                return Linger::Missed;
+            }
+        }
     }
 
     /// Run `first` and whatever else is queued, up to the budget. Returns true if the
