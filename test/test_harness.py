@@ -44,6 +44,8 @@ def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
         if run['scenario'] in TIMER_SCENARIOS:
             if run['scenario'].startswith('timer'):
                 assert m['fires'] > 0 and m['timer_rate_hz'] > 0
+                # One histogram count per interval between fires.
+                assert sum(m['timer_jitter_hist']) == m['fires'] - 1, run
             elif run['scenario'] != 'simtime_paused':
                 assert m['expected_fires'] > 0
             else:
@@ -84,3 +86,23 @@ def test_rclcpp_rows_are_absent_not_made_up_without_rclcpp(tmp_path):
         assert 'rclcpp is not installed' in rclcpp[0]['absent']
         assert 'absent: rclcpp_events' in proc.stdout
     assert set(EXECUTORS) >= {r['executor'] for r in runs}
+
+
+def test_update_replaces_only_the_scenarios_it_reruns(tmp_path):
+    def bench(*args):
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / 'benchmarks' / 'harness' / 'bench.py'),
+             '--executors', 'rclrs_tokio', '--reps', '1', '--seconds', '0.3', '--warmup',
+             '0.1', '--no-plots', '--output-dir', str(tmp_path), *args],
+            capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads((tmp_path / 'latest.json').read_text())
+
+    first = bench('--scenarios', 'throughput_0B,timer_1kHz')
+    second = bench('--scenarios', 'timer_1kHz', '--update')
+    assert second['command'] == first['command']
+    assert [u['scenarios'] for u in second['updates']] == [['timer_1kHz']]
+    rows = {r['scenario']: r for r in second['runs']}
+    assert set(rows) == {'throughput_0B', 'timer_1kHz'}
+    assert rows['throughput_0B'] == next(r for r in first['runs']
+                                         if r['scenario'] == 'throughput_0B')

@@ -161,6 +161,10 @@ def summarise(samples: list[dict]) -> tuple[dict, dict]:
             spread[key] = [round(min(values), 2), round(max(values), 2)]
         else:
             metrics[key] = None
+    # Histograms: the counts of every repetition added up.
+    histograms = [s['timer_jitter_hist'] for s in samples if s.get('timer_jitter_hist')]
+    if histograms:
+        metrics['timer_jitter_hist'] = [sum(column) for column in zip(*histograms)]
     return metrics, spread
 
 
@@ -180,6 +184,9 @@ def main(argv=None) -> int:
                         help='comma-separated (default: all; missing ones are reported absent)')
     parser.add_argument('--output-dir', type=Path, default=RESULTS)
     parser.add_argument('--no-plots', action='store_true')
+    parser.add_argument('--update', action='store_true',
+                        help='replace only these scenarios\' rows in the existing latest.json '
+                             'of the output directory (the run is recorded under "updates")')
     args = parser.parse_args(argv)
     reps = args.reps
     seconds = args.seconds or (3.0 if args.full else 1.0)
@@ -255,14 +262,20 @@ def main(argv=None) -> int:
                 why = next(f for f in failures if f.startswith(f'{scenario} {executor} '))
                 runs.append({'scenario': scenario, 'executor': executor, 'reps': 0,
                              'metrics': None, 'failed': why})
-    order = {s: i for i, s in enumerate(scenarios)}
+    out = args.output_dir
+    command = ' '.join(shlex.quote(a) for a in
+                       ['benchmarks/harness/bench.py', *(argv or sys.argv[1:])])
+    previous = None
+    if args.update and (out / 'latest.json').is_file():
+        previous = json.loads((out / 'latest.json').read_text())
+        runs += [r for r in previous['runs'] if r['scenario'] not in scenarios]
+    order = {s: i for i, s in enumerate(FULL)}
     executor_order = {e: i for i, e in enumerate(EXECUTORS)}
     runs.sort(key=lambda r: (order[r['scenario']], executor_order[r['executor']]))
     document = {
         'machine': machine(),
         'rmw': os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
-        'command': ' '.join(shlex.quote(a) for a in
-                            ['benchmarks/harness/bench.py', *(argv or sys.argv[1:])]),
+        'command': command,
         'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
         'method': {'reps': reps, 'window_s': seconds, 'warmup_s': warmup,
                    'interleaved': True, 'statistic': 'median, spread [min, max]',
@@ -272,7 +285,12 @@ def main(argv=None) -> int:
         'runs': runs,
         'failures': failures,
     }
-    out = args.output_dir
+    if previous is not None:
+        # The original run's description stays; this one is recorded as an update.
+        update = {k: document[k] for k in ('command', 'date', 'method', 'failures')}
+        update.update(scenarios=scenarios, commit=document['machine']['commit'])
+        document = {**previous, 'runs': runs,
+                    'updates': [*previous.get('updates', []), update]}
     out.mkdir(parents=True, exist_ok=True)
     (out / 'latest.json').write_text(json.dumps(document, indent=2) + '\n')
     report.write_csv(runs, out / 'latest.csv')

@@ -184,26 +184,29 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         fig.savefig(out, dpi=110)
         plt.close(fig)
         written.append(out)
-    timer = [s for s in scen if s.startswith('timer')]
-    if timer:
-        fig, ax = plt.subplots(figsize=(8, 4))
-        labels, p50, p99 = [], [], []
-        for s in timer:
-            for e in executors:
-                m = (by.get((s, e)) or {}).get('metrics')
-                if m and m.get('timer_jitter_p99_us') is not None:
-                    labels.append(f'{s}\n{e}')
-                    p50.append(m.get('timer_jitter_p50_us') or 0)
-                    p99.append(m['timer_jitter_p99_us'])
-        ax.bar(range(len(labels)), p99, label='p99')
-        ax.bar(range(len(labels)), p50, label='p50')
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, fontsize=7)
-        ax.set_ylabel('|period error| (µs)')
-        ax.set_title('Timer period jitter')
-        ax.legend()
+    # Timer jitter: a histogram of |interval - period| per timer scenario.
+    edges = ['≤1', '≤2', '≤5', '≤10', '≤20', '≤50', '≤100', '≤200', '≤500', '≤1000', '>1000']
+    for scenario in [s for s in scen if s.startswith('timer')]:
+        series = [(e, (by.get((scenario, e)) or {}).get('metrics', {}).get('timer_jitter_hist'))
+                  for e in executors]
+        series = [(e, h) for e, h in series if h and sum(h)]
+        if not series:
+            continue
+        fig, ax = plt.subplots(figsize=(9, 4))
+        width = 0.8 / len(series)
+        for i, (e, counts) in enumerate(series):
+            total = sum(counts)
+            ax.bar([x + i * width for x in range(len(counts))],
+                   [c / total for c in counts], width, label=e)
+        ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(edges))])
+        ax.set_xticklabels(edges)
+        ax.set_yscale('log')
+        ax.set_xlabel('|interval - period| (µs)')
+        ax.set_ylabel('fraction of intervals')
+        ax.set_title(f'{scenario}: timer period jitter histogram (all repetitions)')
+        ax.legend(fontsize=8)
         fig.tight_layout()
-        out = directory / 'timer_jitter.png'
+        out = directory / f'{scenario}_jitter.png'
         fig.savefig(out, dpi=110)
         plt.close(fig)
         written.append(out)

@@ -27,6 +27,11 @@ pub fn thread_cpu_ns() -> i64 {
     t.tv_sec * 1_000_000_000 + t.tv_nsec
 }
 
+/// Upper edges (µs) of the timer jitter histogram (`timer_jitter_hist`), shared with the
+/// C++ timer node and the harness.
+pub const JITTER_HISTOGRAM_EDGES_US: [f64; 10] =
+    [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
+
 /// Latency samples in nanoseconds, summarised as percentiles.
 #[derive(Default, Debug, Clone)]
 pub struct Latencies {
@@ -47,6 +52,17 @@ impl Latencies {
     /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.samples_ns.is_empty()
+    }
+
+    /// How many samples fall at or below each upper edge (µs) and above the previous
+    /// one; a last count for those above every edge.
+    pub fn histogram(&self, upper_edges_us: &[f64]) -> Vec<u64> {
+        let mut counts = vec![0u64; upper_edges_us.len() + 1];
+        for &ns in &self.samples_ns {
+            let us = ns as f64 / 1000.0;
+            counts[upper_edges_us.partition_point(|&edge| edge < us)] += 1;
+        }
+        counts
     }
 
     /// The `q` quantile (0.0..=1.0) in microseconds, nearest-rank; `None` when empty.
@@ -128,6 +144,19 @@ mod tests {
         assert_eq!(l.quantile_us(0.99), Some(5.0));
         assert_eq!(l.quantile_us(0.0), Some(1.0));
         assert_eq!(Latencies::default().quantile_us(0.5), None);
+    }
+
+    #[test]
+    fn histogram_counts_each_sample_once_in_its_bucket() {
+        let mut l = Latencies::default();
+        for ns in [500, 1_000, 1_001, 7_000, 2_000_000] {
+            l.push(ns);
+        }
+        // (..1], (1..2], (2..5], (5..10], ..., (1000..)
+        assert_eq!(
+            l.histogram(&JITTER_HISTOGRAM_EDGES_US),
+            vec![2, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1]
+        );
     }
 
     #[test]

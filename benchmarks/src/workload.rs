@@ -9,8 +9,9 @@
 //! | [`parallel`] | `--workload parallel` | CPU-bound callbacks in 1 or 2 Workers |
 //!
 //! Shared pieces: [`config`] (the flags), [`spinner`] (the executor under test, spinning
-//! on its own thread), [`publishing`] (the paced publisher loop and the window's edges)
-//! and [`report`] (the one JSON line every run prints).
+//! on its own thread), [`publishing`] (the paced publisher loop and the window's edges),
+//! [`stats`] (the counters callbacks and publisher share) and [`report`] (the one JSON
+//! line every run prints).
 //!
 //! Every run prints exactly one JSON line on stdout. The C++ twin
 //! (`rclcpp_events_bridge/bench_node_cpp`) takes the same flags and prints the same keys,
@@ -23,6 +24,7 @@ pub mod report;
 pub mod scaling;
 pub mod service;
 pub mod spinner;
+pub mod stats;
 pub mod stream;
 
 pub use config::{Config, Role, Workload};

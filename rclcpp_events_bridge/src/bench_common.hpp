@@ -244,9 +244,36 @@ public:
     return true;
   }
 
+  /// How many samples fall at or below each upper edge (µs) and above the previous one;
+  /// a last count for those above every edge. As `Latencies::histogram` in Rust.
+  std::string histogram_json(const std::vector<double> & upper_edges_us) const
+  {
+    std::vector<uint64_t> counts(upper_edges_us.size() + 1, 0);
+    for (int64_t ns : samples_ns_) {
+      const double us = static_cast<double>(ns) / 1000.0;
+      const auto bucket = static_cast<size_t>(
+        std::lower_bound(upper_edges_us.begin(), upper_edges_us.end(), us) -
+        upper_edges_us.begin());
+      ++counts[bucket];
+    }
+    std::string out = "[";
+    for (size_t i = 0; i < counts.size(); ++i) {
+      out += (i ? ", " : "") + std::to_string(counts[i]);
+    }
+    return out + "]";
+  }
+
 private:
   std::vector<int64_t> samples_ns_;
 };
+
+/// Upper edges (µs) of the timer jitter histogram, shared with the Rust timer node and
+/// the harness.
+inline const std::vector<double> & jitter_histogram_edges_us()
+{
+  static const std::vector<double> edges{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+  return edges;
+}
 
 /// A number with `decimals` digits after the point (Rust's `{:.N}`); JSON `null` when
 /// the value is not finite.

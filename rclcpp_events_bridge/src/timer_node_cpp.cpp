@@ -207,17 +207,19 @@ std::string run_rate(
     const double interval = static_cast<double>(stamps[i] - stamps[i - 1]);
     jitter.push(static_cast<int64_t>(std::fabs(interval - period_ns)));
   }
-  char line[512];
+  char line[1024];
   std::snprintf(
     line, sizeof(line),
     "{\"executor\": \"%s\", \"rate_hz\": %s, \"window_s\": %s, \"fires\": %zu, "
     "\"expected_fires\": %llu, \"timer_rate_hz\": %s, \"timer_jitter_p50_us\": %s, "
-    "\"timer_jitter_p99_us\": %s, \"timer_jitter_max_us\": %s, \"cpu_process_pct\": %s}",
+    "\"timer_jitter_p99_us\": %s, \"timer_jitter_max_us\": %s, \"cpu_process_pct\": %s, "
+    "\"timer_jitter_hist\": %s}",
     executor_name.c_str(), bench::display(rate_hz).c_str(), bench::fixed(wall, 3).c_str(),
     stamps.size(), static_cast<unsigned long long>(std::llround(wall * rate_hz)),
     bench::fixed(static_cast<double>(stamps.size()) / wall, 1).c_str(),
     bench::quantile(jitter, 0.5).c_str(), bench::quantile(jitter, 0.99).c_str(),
-    bench::quantile(jitter, 1.0).c_str(), bench::fixed(100.0 * cpu / wall, 2).c_str());
+    bench::quantile(jitter, 1.0).c_str(), bench::fixed(100.0 * cpu / wall, 2).c_str(),
+    jitter.histogram_json(bench::jitter_histogram_edges_us()).c_str());
   return line;
 }
 

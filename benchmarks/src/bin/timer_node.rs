@@ -14,7 +14,7 @@
 //! seen against the fires due, and the process CPU.
 
 use rclrs::*;
-use rclrs_tokio_benchmarks::{monotonic_ns, Args, Latencies};
+use rclrs_tokio_benchmarks::{monotonic_ns, Args, Latencies, JITTER_HISTOGRAM_EDGES_US};
 use rclrs_tokio_executor::CreateTokioExecutor;
 use ros_env::builtin_interfaces::msg::Time as TimeMsg;
 use ros_env::rosgraph_msgs::msg::Clock as ClockMsg;
@@ -172,7 +172,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "{{\"executor\": \"{executor_name}\", \"rate_hz\": {rate_hz}, \"window_s\": {wall:.3}, \
              \"fires\": {}, \"expected_fires\": {}, \"timer_rate_hz\": {:.1}, \
              \"timer_jitter_p50_us\": {}, \"timer_jitter_p99_us\": {}, \"timer_jitter_max_us\": {}, \
-             \"cpu_process_pct\": {:.2}}}",
+             \"cpu_process_pct\": {:.2}, \"timer_jitter_hist\": {:?}}}",
             fires.len(),
             (wall * rate_hz).round() as u64,
             fires.len() as f64 / wall,
@@ -180,6 +180,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             q(0.99),
             q(1.0),
             100.0 * cpu / wall,
+            jitter.histogram(&JITTER_HISTOGRAM_EDGES_US),
         )
     };
     println!("{result}");

@@ -6,15 +6,14 @@
 
 use super::publishing::{self, Schedule};
 use super::spinner::Setup;
+use super::stats::Stats;
+use super::stream;
 use super::{Config, Report};
-use crate::{monotonic_ns, thread_cpu_ns};
+use crate::thread_cpu_ns;
 // The rmw-native message types: taken and published without a conversion copy, as
 // rclcpp takes and publishes its native types.
-use ros_env::rclrs_tokio_msgs::msg::rmw::{BenchHeader, BenchMessage};
-use std::sync::{
-    atomic::{AtomicBool, AtomicU64, Ordering},
-    Arc,
-};
+use ros_env::rclrs_tokio_msgs::msg::rmw::BenchMessage;
+use std::sync::{atomic::Ordering, Arc};
 use std::time::Duration;
 
 /// Spin until the calling thread has used `work` more CPU time.
@@ -34,21 +33,20 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let node = setup.executor.create_node(
         format!("bench_parallel_{}_{}", config.executor, std::process::id()).as_str(),
     )?;
-    let received = Arc::new(AtomicU64::new(0));
-    let in_window = Arc::new(AtomicBool::new(false));
+    let stats = Stats::new(false);
     let topics = [format!("{}_a", config.topic), format!("{}_b", config.topic)];
     let workers: Vec<_> = (0..config.workers)
         .map(|_| node.create_worker::<()>(()))
         .collect();
     let mut subscriptions = Vec::new();
     for (i, topic) in topics.iter().enumerate() {
-        let received = Arc::clone(&received);
+        let stats = Arc::clone(&stats);
         let work = config.work;
         subscriptions.push(workers[i % workers.len()].create_subscription(
             config.qos(topic),
             move |_: &mut (), _: BenchMessage| {
                 burn(work);
-                received.fetch_add(1, Ordering::Relaxed);
+                stats.received.fetch_add(1, Ordering::Relaxed);
             },
         )?);
     }
@@ -63,33 +61,20 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     }
     let spinner = setup.start()?;
 
-    let schedule = Schedule {
-        period: config.period(),
-        warmup: config.warmup,
-        window: config.window,
-        tail: Duration::ZERO,
-    };
-    let published = {
-        let (in_window, received) = (Arc::clone(&in_window), Arc::clone(&received));
-        let mut msg = BenchMessage {
-            header: BenchHeader::default(),
-            payload: rclrs::rosidl_runtime_rs::Sequence::new(config.payload),
-        };
-        std::thread::spawn(move || {
-            publishing::publish(schedule, &in_window, &received, |seq| {
-                msg.header.seq = seq;
-                for publisher in &publishers {
-                    msg.header.send_time_ns = monotonic_ns();
-                    publisher.publish(&msg)?;
-                }
-                Ok::<(), rclrs::RclrsError>(())
-            })
-        })
-        .join()
-        .map_err(|_| "the publisher panicked")??
-    };
+    let mut msg = stream::message(config);
+    let published = publishing::publish_on_thread(
+        Schedule::of(config, Duration::ZERO),
+        Arc::clone(&stats),
+        move |seq| {
+            for publisher in &publishers {
+                stream::stamp(&mut msg, seq);
+                publisher.publish(&msg)?;
+            }
+            Ok::<(), rclrs::RclrsError>(())
+        },
+    )?;
     let expected = 2 * published.total_sent;
-    publishing::settle(&received, expected);
+    publishing::settle(&stats.received, expected);
     let executor = spinner.stop()?;
     let w = published.window;
     let report = Report::new()
@@ -101,7 +86,7 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .int("payload", config.payload as u64)
         .num("rate_hz", config.rate_hz, 1)
         .num("window_s", w.wall_s(), 3)
-        .deliveries(expected, received.load(Ordering::Relaxed))
+        .deliveries(expected, stats.received.load(Ordering::Relaxed))
         .num("sent_per_s", 2.0 * w.sent_per_s(), 1)
         .num("received_per_s", w.received_per_s(), 1)
         .num("cpu_process_pct", w.process_cpu_pct(), 1)

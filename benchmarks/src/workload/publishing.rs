@@ -7,8 +7,11 @@
 //! inside `publish()`, on the publishing thread, so the executor's share of the CPU is
 //! the process minus that thread.
 
+use super::stats::Stats;
+use super::Config;
 use crate::{monotonic_ns, process_cpu_ns, thread_cpu_ns};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The clocks and counters at one edge of the window.
@@ -106,6 +109,35 @@ pub struct Schedule {
     pub window: Duration,
     /// After the window.
     pub tail: Duration,
+}
+
+impl Schedule {
+    /// `--rate-hz`, `--warmup-s` and `--seconds`, then `tail`.
+    pub fn of(config: &Config, tail: Duration) -> Self {
+        Self {
+            period: config.period(),
+            warmup: config.warmup,
+            window: config.window,
+            tail,
+        }
+    }
+}
+
+/// [`publish`] on a thread of its own, as the rclcpp nodes do, counting into `stats`;
+/// returns when the schedule has run out.
+pub fn publish_on_thread<E>(
+    schedule: Schedule,
+    stats: Arc<Stats>,
+    step: impl FnMut(u64) -> Result<(), E> + Send + 'static,
+) -> Result<Published, Box<dyn std::error::Error>>
+where
+    E: std::error::Error + Send + 'static,
+{
+    let thread =
+        std::thread::spawn(move || publish(schedule, &stats.in_window, &stats.received, step));
+    Ok(thread
+        .join()
+        .map_err(|_| "the publisher thread panicked")??)
 }
 
 /// Call `step(seq)` on schedule, taking the window's edges. `in_window` is true while

@@ -7,12 +7,12 @@
 
 use super::publishing::{self, Edge, Schedule, Window};
 use super::spinner::Setup;
-use super::stream::{self, Stats};
+use super::stats::Stats;
+use super::stream;
 use super::{Config, Report};
-use crate::monotonic_ns;
 // The rmw-native message types: taken and published without a conversion copy, as
 // rclcpp takes and publishes its native types.
-use ros_env::rclrs_tokio_msgs::msg::rmw::{BenchHeader, BenchMessage};
+use ros_env::rclrs_tokio_msgs::msg::rmw::BenchMessage;
 use std::sync::{atomic::Ordering, Arc};
 use std::time::Duration;
 
@@ -49,28 +49,15 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     };
 
     // Phase 2: one topic at the rate.
-    let schedule = Schedule {
-        period: config.period(),
-        warmup: config.warmup,
-        window: config.window,
-        tail: Duration::ZERO,
-    };
-    let published = {
-        let stats = Arc::clone(&stats);
-        let mut msg = BenchMessage {
-            header: BenchHeader::default(),
-            payload: rclrs::rosidl_runtime_rs::Sequence::new(config.payload),
-        };
-        std::thread::spawn(move || {
-            publishing::publish(schedule, &stats.in_window, &stats.received, |seq| {
-                msg.header.seq = seq;
-                msg.header.send_time_ns = monotonic_ns();
-                publisher.publish(&msg)
-            })
-        })
-        .join()
-        .map_err(|_| "the publisher panicked")??
-    };
+    let mut msg = stream::message(config);
+    let published = publishing::publish_on_thread(
+        Schedule::of(config, Duration::ZERO),
+        Arc::clone(&stats),
+        move |seq| {
+            stream::stamp(&mut msg, seq);
+            publisher.publish(&msg)
+        },
+    )?;
     publishing::settle(&stats.received, published.total_sent);
     let executor = spinner.stop()?;
     let w = published.window;

@@ -11,8 +11,9 @@
 
 use super::publishing::{self, Edge, Schedule, Window};
 use super::spinner::Setup;
+use super::stats::Stats;
 use super::{Config, Report, Role};
-use crate::{monotonic_ns, Latencies};
+use crate::monotonic_ns;
 use rclrs::{CreateBasicExecutor, Node};
 // The rmw-native message types: taken and published without a conversion copy, as
 // rclcpp takes and publishes its native types.
@@ -20,45 +21,9 @@ use ros_env::rclrs_tokio_msgs::msg::rmw::{BenchHeader, BenchMessage};
 use std::any::Any;
 use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
-    Arc, Mutex,
+    Arc,
 };
 use std::time::{Duration, Instant};
-
-/// What every subscription callback records.
-pub struct Stats {
-    /// Deliveries, summed over subscriptions.
-    pub received: AtomicU64,
-    /// True while the window is open.
-    pub in_window: AtomicBool,
-    latency: bool,
-    latencies: Mutex<Latencies>,
-}
-
-impl Stats {
-    /// Counters for a run; `latency` records latencies inside the window.
-    pub fn new(latency: bool) -> Arc<Self> {
-        Arc::new(Self {
-            received: AtomicU64::new(0),
-            in_window: AtomicBool::new(false),
-            latency,
-            latencies: Mutex::default(),
-        })
-    }
-
-    /// Count one delivery.
-    pub fn on_message(&self, msg: &BenchMessage) {
-        self.received.fetch_add(1, Ordering::Relaxed);
-        if self.latency && self.in_window.load(Ordering::Relaxed) {
-            let ns = monotonic_ns() - msg.header.send_time_ns;
-            self.latencies.lock().unwrap().push(ns);
-        }
-    }
-
-    /// The latencies recorded so far.
-    pub fn latencies(&self) -> Latencies {
-        self.latencies.lock().unwrap().clone()
-    }
-}
 
 /// Create one subscription per entry of `topics`, round-robin over `config.workers`
 /// Workers (node-level ones for `--callback node` with one Worker; raw_rcl always one
@@ -118,49 +83,51 @@ fn header(config: &Config) -> Report {
         .int("workers", config.workers as u64)
 }
 
-fn message(config: &Config) -> BenchMessage {
+/// A message with `--payload` bytes.
+pub fn message(config: &Config) -> BenchMessage {
     BenchMessage {
         header: BenchHeader::default(),
         payload: rclrs::rosidl_runtime_rs::Sequence::new(config.payload),
     }
 }
 
-fn both(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
+/// Number and time-stamp `msg` just before it is published.
+pub fn stamp(msg: &mut BenchMessage, seq: u64) {
+    msg.header.seq = seq;
+    msg.header.send_time_ns = monotonic_ns();
+}
+
+/// The executor, a node, its counters, and the handles keeping `--subscriptions`
+/// subscriptions on `--topic` alive.
+type Subscribed = (Setup, Node, Arc<Stats>, Vec<Box<dyn Any>>);
+
+fn subscribed(config: &Config, name: &str) -> Result<Subscribed, Box<dyn std::error::Error>> {
     let setup = Setup::new(config)?;
     let node = setup
         .executor
-        .create_node(format!("bench_{}_{}", config.executor, std::process::id()).as_str())?;
+        .create_node(format!("{name}_{}_{}", config.executor, std::process::id()).as_str())?;
     let stats = Stats::new(config.latency);
-    let subscriptions = subscribe(
-        &node,
-        config,
-        &vec![config.topic.clone(); config.subscriptions],
-        &stats,
-    )?;
+    let topics = vec![config.topic.clone(); config.subscriptions];
+    let handles = subscribe(&node, config, &topics, &stats)?;
+    Ok((setup, node, stats, handles))
+}
+
+fn both(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
+    let (setup, node, stats, subscriptions) = subscribed(config, "bench")?;
     let publisher = node.create_publisher::<BenchMessage>(config.qos(&config.topic))?;
     publishing::wait_for_match("the subscriptions", config.subscriptions, || {
         publisher.get_subscription_count()
     })?;
     let spinner = setup.start()?;
-
-    let schedule = Schedule {
-        period: config.period(),
-        warmup: config.warmup,
-        window: config.window,
-        tail: Duration::ZERO,
-    };
-    let publishing = {
-        let stats = Arc::clone(&stats);
-        let mut msg = message(config);
-        std::thread::spawn(move || {
-            publishing::publish(schedule, &stats.in_window, &stats.received, |seq| {
-                msg.header.seq = seq;
-                msg.header.send_time_ns = monotonic_ns();
-                publisher.publish(&msg)
-            })
-        })
-    };
-    let published = publishing.join().map_err(|_| "the publisher panicked")??;
+    let mut msg = message(config);
+    let published = publishing::publish_on_thread(
+        Schedule::of(config, Duration::ZERO),
+        Arc::clone(&stats),
+        move |seq| {
+            stamp(&mut msg, seq);
+            publisher.publish(&msg)
+        },
+    )?;
     let expected = published.total_sent * config.subscriptions as u64;
     publishing::settle(&stats.received, expected);
     let executor = spinner.stop()?;
@@ -188,13 +155,8 @@ fn publisher(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     publishing::wait_for_match("the subscriber process", config.subscriptions, || {
         publisher.get_subscription_count()
     })?;
-    let schedule = Schedule {
-        period: config.period(),
-        warmup: config.warmup,
-        window: config.window,
-        // The subscriber's window opens at its first arrival, a little after ours.
-        tail: Duration::from_secs(1),
-    };
+    // The subscriber's window opens at its first arrival, a little after ours.
+    let schedule = Schedule::of(config, Duration::from_secs(1));
     let (in_window, received) = (AtomicBool::new(false), AtomicU64::new(0));
     let mut msg = message(config);
     // A reliable writer whose history is full of samples a slow reader has not yet
@@ -203,8 +165,7 @@ fn publisher(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let mut refused = 0u64;
     let mut first_refusal = None;
     let published = publishing::publish(schedule, &in_window, &received, |seq| {
-        msg.header.seq = seq - refused;
-        msg.header.send_time_ns = monotonic_ns();
+        stamp(&mut msg, seq - refused);
         if let Err(err) = publisher.publish(&msg) {
             refused += 1;
             first_refusal.get_or_insert(err);
@@ -230,17 +191,7 @@ fn publisher(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
 }
 
 fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
-    let setup = Setup::new(config)?;
-    let node = setup
-        .executor
-        .create_node(format!("bench_sub_{}_{}", config.executor, std::process::id()).as_str())?;
-    let stats = Stats::new(config.latency);
-    let subscriptions = subscribe(
-        &node,
-        config,
-        &vec![config.topic.clone(); config.subscriptions],
-        &stats,
-    )?;
+    let (setup, _node, stats, subscriptions) = subscribed(config, "bench_sub")?;
     let spinner = setup.start()?;
     let count = || stats.received.load(Ordering::Relaxed);
 
