@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -135,6 +136,22 @@ bench::Json message_report(
          .number("cpu_process_pct", 100.0 * window.process_cpu_s() / wall_s, 1)
          .number("cpu_executor_pct", 100.0 * window.executor_cpu_s() / wall_s, 1)
          .latencies(latencies);
+}
+
+uint64_t publish_one(rclcpp::Publisher<BenchMessage> & publisher, BenchMessage & msg, uint64_t seq)
+{
+  msg.header.seq = seq;
+  msg.header.send_time_ns = bench::monotonic_ns();
+  publisher.publish(msg);
+  return 1;
+}
+
+void stop_spinning(bench::SpinThread & spinning)
+{
+  const std::string error = spinning.stop();
+  if (!error.empty()) {
+    throw std::runtime_error("spin: " + error);
+  }
 }
 
 void print(const bench::Json & json)

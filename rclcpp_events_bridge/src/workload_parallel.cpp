@@ -65,19 +65,11 @@ int run_parallel(const Config & config)
     [&] {
       return publish(
         schedule, stats, [&](uint64_t seq) {
-          msg.header.seq = seq;
-          msg.header.send_time_ns = bench::monotonic_ns();
-          publisher_a->publish(msg);
-          msg.header.send_time_ns = bench::monotonic_ns();
-          publisher_b->publish(msg);
-          return uint64_t{2};
+          return publish_one(*publisher_a, msg, seq) + publish_one(*publisher_b, msg, seq);
         });
     });
   settle(stats, published.total_sent);
-  const std::string spin_error = spinning.stop();
-  if (!spin_error.empty()) {
-    throw std::runtime_error("spin: " + spin_error);
-  }
+  stop_spinning(spinning);
   executor->remove_node(node);
 
   std::lock_guard<std::mutex> lock(stats.mutex);

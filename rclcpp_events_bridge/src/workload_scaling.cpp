@@ -61,18 +61,10 @@ int run_scaling(const Config & config)
   const Published published = on_own_thread(
     [&] {
       return publish(
-        schedule, stats, [&](uint64_t seq) {
-          msg.header.seq = seq;
-          msg.header.send_time_ns = bench::monotonic_ns();
-          publisher->publish(msg);
-          return uint64_t{1};
-        });
+        schedule, stats, [&](uint64_t seq) {return publish_one(*publisher, msg, seq);});
     });
   settle(stats, published.total_sent);
-  const std::string spin_error = spinning.stop();
-  if (!spin_error.empty()) {
-    throw std::runtime_error("spin: " + spin_error);
-  }
+  stop_spinning(spinning);
   executor->remove_node(node);
 
   const Window & w = published.window;

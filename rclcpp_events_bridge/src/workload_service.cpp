@@ -103,10 +103,7 @@ int run_service(const Config & config)
     throw std::runtime_error("the service was not ready within 20 s");
   }
   const Calls calls = drive(config, *client);
-  const std::string spin_error = spinning.stop();
-  if (!spin_error.empty()) {
-    throw std::runtime_error("spin: " + spin_error);
-  }
+  stop_spinning(spinning);
   executor->remove_node(node);
 
   const Window & w = calls.window;

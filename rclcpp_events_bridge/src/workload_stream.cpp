@@ -61,23 +61,6 @@ void wait_for_subscribers(
     config.topic + " matched within 20 s");
 }
 
-/// One step of the publisher: stamp and publish `msg`.
-uint64_t publish_one(rclcpp::Publisher<BenchMessage> & publisher, BenchMessage & msg, uint64_t seq)
-{
-  msg.header.seq = seq;
-  msg.header.send_time_ns = bench::monotonic_ns();
-  publisher.publish(msg);
-  return 1;
-}
-
-void stop(bench::SpinThread & spinning)
-{
-  const std::string error = spinning.stop();
-  if (!error.empty()) {
-    throw std::runtime_error("spin: " + error);
-  }
-}
-
 bench::Json & fanout_keys(bench::Json & json, const Config & config)
 {
   return json.integer("subscriptions", config.subscriptions).integer("workers", config.workers);
@@ -109,7 +92,7 @@ int run_both(const Config & config)
   // Let what is still queued arrive (reliable), then stop the executor.
   const uint64_t expected = published.total_sent * config.subscriptions;
   settle(stats, expected);
-  stop(spinning);
+  stop_spinning(spinning);
   executor->remove_node(node);
 
   std::lock_guard<std::mutex> lock(stats.mutex);
@@ -257,7 +240,7 @@ int run_sub(const Config & config)
   while (activity.idle_ns() < idle_exit_ns) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(poll_ns));
   }
-  stop(spinning);
+  stop_spinning(spinning);
   executor->remove_node(node);
 
   std::lock_guard<std::mutex> lock(stats.mutex);

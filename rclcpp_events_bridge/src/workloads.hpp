@@ -237,6 +237,12 @@ auto on_own_thread(Body && body)
 /// reaches `expected` or stops moving for 50 ms.
 void settle(const Stats & stats, uint64_t expected);
 
+/// One publisher step: number and time-stamp `msg`, then publish it. Returns 1 (sent).
+uint64_t publish_one(rclcpp::Publisher<BenchMessage> & publisher, BenchMessage & msg, uint64_t seq);
+
+/// Stop the executor's spin thread; a spin error is thrown.
+void stop_spinning(bench::SpinThread & spinning);
+
 // ---------------------------------------------------------------------------------------
 // The JSON line
 // ---------------------------------------------------------------------------------------

@@ -223,7 +223,7 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
             }
         }
         // The publisher stopped before the window closed: the window is not a measure.
-        if last.received == first.received || quiet_since_window_end(first, last, config) {
+        if last.received == first.received || window_starved(first, last, config) {
             return Err("the publisher stopped before the window ended".to_string());
         }
         Ok(Window { first, last })
@@ -249,7 +249,7 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
 
 /// At a paced rate, a window that received less than a tenth of what the rate
 /// promises saw the publisher stop early.
-fn quiet_since_window_end(first: Edge, last: Edge, config: &Config) -> bool {
+fn window_starved(first: Edge, last: Edge, config: &Config) -> bool {
     let window = Window { first, last };
     config.rate_hz > 0.0
         && window.received_per_s() < 0.1 * config.rate_hz * config.subscriptions as f64
