@@ -32,19 +32,45 @@ pub const SPIN_INSIDE_RUNTIME: &str =
     "rclrs_tokio_executor: the blocking spin() was called from inside a Tokio runtime, \
      where it would stall or deadlock the runtime; use `executor.spin_async(options).await`";
 
-pub(crate) fn spin_inside_runtime() -> RclrsError {
+/// The message of the error a spin reports when the runtime passed as
+/// [`runtime_handle`](crate::TokioExecutorOptions::runtime_handle) does not run the
+/// executor's tasks (a current-thread runtime nobody drives, for example).
+pub const RUNTIME_NOT_DRIVEN: &str =
+    "rclrs_tokio_executor: the Tokio runtime passed as runtime_handle is not running the \
+     executor's tasks (is anything driving it?); no callback can run";
+
+/// An error of this crate, in the form `ExecutorRuntime::spin` reports errors.
+fn own_error(message: &'static str) -> RclrsError {
     RclrsError::RclError {
         code: RclReturnCode::Error,
-        msg: Some(RclErrorMsg::new(SPIN_INSIDE_RUNTIME)),
+        msg: Some(RclErrorMsg::new(message)),
     }
+}
+
+fn is_own_error(error: &RclrsError, message: &str) -> bool {
+    matches!(
+        error,
+        RclrsError::RclError { code: RclReturnCode::Error, msg: Some(msg) }
+            if msg.to_string() == message
+    )
+}
+
+pub(crate) fn spin_inside_runtime() -> RclrsError {
+    own_error(SPIN_INSIDE_RUNTIME)
+}
+
+pub(crate) fn runtime_not_driven() -> RclrsError {
+    own_error(RUNTIME_NOT_DRIVEN)
 }
 
 /// True if `error` is the one the blocking `spin()` reports when it is called from
 /// inside a Tokio runtime (use `spin_async` there).
 pub fn is_spin_inside_runtime_error(error: &RclrsError) -> bool {
-    matches!(
-        error,
-        RclrsError::RclError { code: RclReturnCode::Error, msg: Some(msg) }
-            if msg.to_string() == SPIN_INSIDE_RUNTIME
-    )
+    is_own_error(error, SPIN_INSIDE_RUNTIME)
+}
+
+/// True if `error` says the runtime passed as `runtime_handle` is not running the
+/// executor's tasks.
+pub fn is_runtime_not_driven_error(error: &RclrsError) -> bool {
+    is_own_error(error, RUNTIME_NOT_DRIVEN)
 }

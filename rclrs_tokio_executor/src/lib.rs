@@ -60,11 +60,16 @@ mod ffi;
 mod options;
 mod runtime;
 mod sim_clock;
+mod stats;
 
-pub use crate::error::{is_spin_inside_runtime_error, TokioExecutorError, SPIN_INSIDE_RUNTIME};
+pub use crate::error::{
+    is_runtime_not_driven_error, is_spin_inside_runtime_error, TokioExecutorError,
+    RUNTIME_NOT_DRIVEN, SPIN_INSIDE_RUNTIME,
+};
 pub use crate::options::TokioExecutorOptions;
 pub use crate::runtime::TokioExecutorRuntime;
 pub use crate::sim_clock::{sleep_for, sleep_until, RosSleep, SleepError};
+pub use crate::stats::ExecutorStats;
 
 use rclrs::{Context, Executor};
 
@@ -83,6 +88,12 @@ pub trait CreateTokioExecutor {
         &self,
         options: TokioExecutorOptions,
     ) -> Result<Executor, TokioExecutorError>;
+
+    /// An executor built with `options`, and a live view of its counters.
+    fn create_tokio_executor_with_stats(
+        &self,
+        options: TokioExecutorOptions,
+    ) -> Result<(Executor, ExecutorStats), TokioExecutorError>;
 }
 
 impl CreateTokioExecutor for Context {
@@ -96,5 +107,14 @@ impl CreateTokioExecutor for Context {
         options: TokioExecutorOptions,
     ) -> Result<Executor, TokioExecutorError> {
         Ok(self.create_executor(TokioExecutorRuntime::new(options)?))
+    }
+
+    fn create_tokio_executor_with_stats(
+        &self,
+        options: TokioExecutorOptions,
+    ) -> Result<(Executor, ExecutorStats), TokioExecutorError> {
+        let runtime = TokioExecutorRuntime::new(options)?;
+        let stats = runtime.stats();
+        Ok((self.create_executor(runtime), stats))
     }
 }

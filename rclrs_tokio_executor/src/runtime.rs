@@ -10,15 +10,19 @@
 //! - [`entity`]: a push-registered entity and its coalescing counters: at most one
 //!   mailbox item per entity, plus a count of arrivals.
 //! - [`mailbox`]: the lock-free queue between push callbacks and a Worker task.
+//! - [`workers`]: the executor's list of Worker tasks, and the control messages they
+//!   take.
 //! - [`spin_gate`]: callbacks run only while `spin()` is active, and `spin()` returns
-//!   only after the callbacks in flight finish.
+//!   only after the callbacks in flight finish; single passes for `spin_once`.
 //! - [`spin`]: one `spin()` call and its stop conditions.
+//! - [`alarms`]: precise deadlines for spins, rung by the timer scheduler's thread.
 //! - [`async_tasks`]: the futures rclrs hands over, gated the same way, with an inline
 //!   first poll so node-level callbacks do not spawn a task per message.
 //! - [`fallback_waiter`]: an rcl wait set, on its own thread, for primitives that have
 //!   no push path; it borrows the Worker's payload through the mailbox.
 //! - [`timer_scheduler`]: one thread that watches every timer's deadline (wall clock, or
 //!   ROS time moved by `/clock`) and delivers ticks into Worker mailboxes.
+//! - [`panics`]: how a contained panic is reported.
 //! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
 //!   task on exactly one of them, or a runtime the user hands in.
 //!
@@ -35,24 +39,31 @@
 //!
 //! # Teardown
 //!
-//! Dropping the executor shuts the Worker tasks down. Each drains its mailbox, then for
-//! each entity clears the push callback (after which none runs), then drops the
-//! Waitable (which finalizes the rcl entity once the user's handle is gone too). The
-//! rcl context outlives all of them, because every entity holds it through rclrs.
+//! Dropping the executor first closes the spin gate, so no callback starts any more,
+//! and waits for the callbacks in flight (unless it is dropped on one of the executor's
+//! own threads, where that would wait for itself). Then it shuts the Worker tasks down.
+//! Each drains its mailbox, then for each entity clears the push callback (after which
+//! none runs), then drops the Waitable (which finalizes the rcl entity once the user's
+//! handle is gone too). The rcl context outlives all of them, because every entity
+//! holds it through rclrs.
 
+pub(crate) mod alarms;
 pub(crate) mod async_tasks;
 pub(crate) mod channels;
 pub(crate) mod entity;
 pub(crate) mod fallback_waiter;
 pub(crate) mod mailbox;
+pub(crate) mod panics;
 pub(crate) mod shared;
 pub(crate) mod spin;
 pub(crate) mod spin_gate;
 pub(crate) mod threads;
 pub(crate) mod timer_scheduler;
 pub(crate) mod worker_task;
+pub(crate) mod workers;
 
 use crate::options::TokioExecutorOptions;
+use crate::stats::ExecutorStats;
 use crate::TokioExecutorError;
 use futures::future::BoxFuture;
 use rclrs::{ExecutorChannel, ExecutorRuntime, RclrsError, SpinConditions};
@@ -80,6 +91,11 @@ impl TokioExecutorRuntime {
             shared: ExecutorShared::new(threads),
         })
     }
+
+    /// A live view of this executor's counters (panics contained, ...).
+    pub fn stats(&self) -> ExecutorStats {
+        self.shared.stats.clone()
+    }
 }
 
 impl ExecutorRuntime for TokioExecutorRuntime {
@@ -93,37 +109,18 @@ impl ExecutorRuntime for TokioExecutorRuntime {
         if tokio::runtime::Handle::try_current().is_ok() {
             return vec![crate::error::spin_inside_runtime()];
         }
-        let spinning = self
-            .shared
-            .threads
-            .spawn(spin::spin(Arc::clone(&self.shared), conditions));
-        futures::executor::block_on(spinning).unwrap_or_else(|join_error| {
-            rclrs::log_error!(
-                "rclrs_tokio_executor",
-                "the spin task ended abnormally: {join_error}"
-            );
-            Vec::new()
-        })
+        // The spin future needs no runtime: it runs right here, on the caller's thread.
+        futures::executor::block_on(spin::spin(Arc::clone(&self.shared), conditions))
     }
 
     fn spin_async(
         self: Box<Self>,
         conditions: SpinConditions,
     ) -> BoxFuture<'static, (Box<dyn ExecutorRuntime>, Vec<RclrsError>)> {
-        // The spin future runs on our threads (its timers need our time driver); the
-        // caller may await it from any executor.
-        let spinning = self
-            .shared
-            .threads
-            .spawn(spin::spin(Arc::clone(&self.shared), conditions));
+        // Runs on whatever executor awaits it. Dropping it mid-spin closes the gate, and
+        // drops the runtime (see `Drop`).
         Box::pin(async move {
-            let errors = spinning.await.unwrap_or_else(|join_error| {
-                rclrs::log_error!(
-                    "rclrs_tokio_executor",
-                    "the spin task ended abnormally: {join_error}"
-                );
-                Vec::new()
-            });
+            let errors = spin::spin(Arc::clone(&self.shared), conditions).await;
             (self as Box<dyn ExecutorRuntime>, errors)
         })
     }
@@ -131,8 +128,15 @@ impl ExecutorRuntime for TokioExecutorRuntime {
 
 impl Drop for TokioExecutorRuntime {
     fn drop(&mut self) {
+        // No callback starts from here on; those in flight finish before drop returns,
+        // unless this thread is one of ours (a callback may be the one dropping us).
+        let gate = &self.shared.gate;
+        gate.close();
+        if !gate.is_idle() && !self.shared.threads.is_pool_thread() {
+            futures::executor::block_on(gate.drained());
+        }
         // Worker tasks tear their entities down (deregister, then drop) and end; then
-        // the pool's threads stop. Neither blocks, so dropping inside async code is fine.
+        // the pool's threads stop.
         self.shared.shut_down();
         self.shared.threads.stop();
     }

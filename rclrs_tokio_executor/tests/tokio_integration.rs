@@ -208,3 +208,64 @@ fn a_panicking_callback_is_contained_and_its_worker_keeps_serving() {
     executor.spin(SpinOptions::default().until_promise_resolved(notice));
     assert_eq!(served.try_recv().unwrap(), Some(10));
 }
+
+/// Dropping an executor while it spins (its `spin_async` future dropped mid-spin, with a
+/// fast stream arriving): once the drop has returned, no callback starts.
+#[test]
+fn no_callback_starts_after_a_spinning_executor_is_dropped() {
+    use std::sync::atomic::AtomicBool;
+    for repetition in 0..20 {
+        let context = Context::default_from_env().unwrap();
+        let executor = context.create_tokio_executor();
+        let node = executor.create_node(unique("dropped").as_str()).unwrap();
+        let topic = unique("dropped_topic");
+        let started = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&started);
+        let _sub = node
+            .create_subscription(topic.as_str().keep_last(1000), move |_: Int32| {
+                counter.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        let publisher = node
+            .create_publisher::<Int32>(topic.as_str().keep_last(1000))
+            .unwrap();
+        support::wait_matched(&publisher, 1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let publishing = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut data = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = publisher.publish(Int32 { data });
+                    data += 1;
+                }
+            })
+        };
+        let (elapsed_tx, elapsed) = oneshot::channel::<()>();
+        let timer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            let _ = elapsed_tx.send(());
+        });
+        let spinning = executor.spin_async(SpinOptions::default());
+        // The timer wins; `select` hands the unfinished spin future back, and dropping
+        // it drops the executor while it spins.
+        let dropped =
+            futures::executor::block_on(futures::future::select(Box::pin(spinning), elapsed));
+        assert!(matches!(dropped, futures::future::Either::Right(_)));
+        drop(dropped);
+        let at_drop = started.load(Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(50));
+        let after = started.load(Ordering::SeqCst);
+        stop.store(true, Ordering::Relaxed);
+        publishing.join().unwrap();
+        timer.join().unwrap();
+        assert!(
+            at_drop > 0,
+            "repetition {repetition}: nothing ran while spinning"
+        );
+        assert_eq!(
+            after, at_drop,
+            "repetition {repetition}: callbacks started after the executor was dropped"
+        );
+    }
+}

@@ -11,7 +11,7 @@
 //! returns, in order, on the Worker's task. Most finish in that first poll (the
 //! callback body is synchronous); only those still pending become Tokio tasks.
 
-use crate::runtime::shared::ExecutorShared;
+use crate::runtime::{entity::Entity, panics::log_panic, shared::ExecutorShared};
 use futures::future::BoxFuture;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -47,7 +47,7 @@ pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'sta
             let finished = std::future::poll_fn(|cx| match shared.gate.try_enter() {
                 // The gate closed since we woke: wait for it to open again.
                 None => Poll::Ready(false),
-                Some(flight) => match poll_contained(&mut task, cx) {
+                Some(flight) => match poll_contained(&mut task, cx, &shared, None) {
                     Poll::Ready(()) => {
                         flight.finish_with_work();
                         Poll::Ready(true)
@@ -63,12 +63,24 @@ pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'sta
     });
 }
 
-/// Poll a task, containing a panic: a panicking task is logged and counts as finished.
-fn poll_contained(task: &mut BoxFuture<'static, ()>, cx: &mut Context<'_>) -> Poll<()> {
+/// Poll a task, containing a panic: a panicking task is counted (for `entity`, when it
+/// is a callback's future) and logged, and counts as finished.
+fn poll_contained(
+    task: &mut BoxFuture<'static, ()>,
+    cx: &mut Context<'_>,
+    shared: &ExecutorShared,
+    entity: Option<&Entity>,
+) -> Poll<()> {
     match catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(cx))) {
         Ok(poll) => poll,
         Err(panic) => {
-            log_panic("an async task", &*panic);
+            match entity {
+                Some(entity) => entity.contain_panic(&shared.stats, &*panic),
+                None => {
+                    shared.stats.record_panic("an async task");
+                    log_panic("an async task", &*panic);
+                }
+            }
             Poll::Ready(())
         }
     }
@@ -90,8 +102,9 @@ impl InlineScope {
     }
 
     /// Poll each collected future once; spawn those still pending. The caller holds an
-    /// in-flight token of the spin gate, so these polls are inside the gate too.
-    pub(crate) fn finish(mut self, shared: &Arc<ExecutorShared>) {
+    /// in-flight token of the spin gate, so these polls are inside the gate too. A panic
+    /// in a first poll is `entity`'s (the futures are its callback's).
+    pub(crate) fn finish(mut self, shared: &Arc<ExecutorShared>, entity: Option<&Entity>) {
         self.active = false;
         let collected = INLINE
             .with(|inline| std::mem::replace(&mut *inline.borrow_mut(), self.previous.take()));
@@ -99,7 +112,7 @@ impl InlineScope {
         let waker = futures::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
         for mut task in collected {
-            if poll_contained(&mut task, &mut cx).is_pending() {
+            if poll_contained(&mut task, &mut cx, shared, entity).is_pending() {
                 // The spawned task polls it again right away with a real waker, so a
                 // wake-up registered with the no-op waker cannot be lost.
                 spawn_gated(shared, task);
@@ -117,17 +130,4 @@ impl Drop for InlineScope {
             INLINE.with(|inline| *inline.borrow_mut() = previous);
         }
     }
-}
-
-/// Log a caught panic with what was running.
-pub(crate) fn log_panic(what: &str, panic: &(dyn std::any::Any + Send)) {
-    let message = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(non-string panic payload)".to_string());
-    rclrs::log_error!(
-        "rclrs_tokio_executor",
-        "{what} panicked: {message}; the executor contained it and keeps serving"
-    );
 }

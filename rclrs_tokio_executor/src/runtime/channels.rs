@@ -5,9 +5,10 @@
 
 use crate::runtime::{
     async_tasks,
-    mailbox::{self, MailItem, MailboxSender},
+    mailbox::{MailItem, MailboxSender},
     shared::ExecutorShared,
-    worker_task::{Control, WorkerTask},
+    worker_task::WorkerTask,
+    workers::Control,
 };
 use futures::future::BoxFuture;
 use rclrs::{
@@ -23,24 +24,16 @@ pub(crate) struct TokioExecutorChannel {
 
 impl ExecutorChannel for TokioExecutorChannel {
     fn create_worker(&self, options: ExecutorWorkerOptions) -> Arc<dyn WorkerChannel> {
-        let (control_tx, control_rx) = mpsc::unbounded_channel();
-        let (mailbox_tx, mailbox_rx) = mailbox::mailbox(Arc::clone(&self.shared.queued));
-        let task = WorkerTask::new(
+        let (control, mailbox) = WorkerTask::spawn(
             Arc::clone(&self.shared),
             options.context,
             Some(options.guard_condition),
             options.payload,
-            control_rx,
-            control_tx.clone(),
-            mailbox_rx,
-            mailbox_tx.clone(),
         );
-        self.shared.add_worker(control_tx.clone());
-        self.shared.threads.spawn_worker(task.run());
         Arc::new(TokioWorkerChannel {
             shared: Arc::clone(&self.shared),
-            control: control_tx,
-            mailbox: mailbox_tx,
+            control,
+            mailbox,
         })
     }
 
@@ -71,5 +64,13 @@ impl WorkerChannel for TokioWorkerChannel {
 
     fn add_activity_listener(&self, listener: WeakActivityListener) {
         let _ = self.control.send(Control::Listen(listener));
+    }
+}
+
+impl Drop for TokioWorkerChannel {
+    fn drop(&mut self) {
+        // rclrs dropped the Worker and everything that held its channel: the task ends
+        // once none of its entities is in use (see `worker_task.rs`).
+        let _ = self.control.send(Control::WorkerDropped);
     }
 }

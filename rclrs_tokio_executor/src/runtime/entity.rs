@@ -14,13 +14,23 @@
 //! arrivals, which can exceed what rmw still holds (QoS depth), so the drain stops at
 //! the first `TAKE_FAILED`: nothing that rmw still holds is skipped, and nothing is
 //! taken twice.
+//!
+//! # Single passes
+//!
+//! In a single pass (`spin_once`, zero timeout; see the spin gate) a Worker executes an
+//! entity once and *defers* the rest: the unexecuted count goes back into `pending`
+//! without queueing the entity, and the Worker keeps it on a list that it re-queues
+//! when the next pass begins. `last_pass` marks the pass an entity last ran in, so an
+//! entity that a new arrival queued again within the same pass is deferred as well.
 
 use crate::ffi::{self, RclTimer, ResetRegistration};
 use crate::runtime::mailbox::{MailItem, MailboxSender};
+use crate::runtime::panics::log_panic;
 use crate::runtime::timer_scheduler::TimerScheduler;
+use crate::stats::ExecutorStats;
 use rclrs::{OnReadyCallback, OnReadyHandle, RclPrimitiveKind, ReadyKind, Waitable};
 use std::sync::{
-    atomic::{AtomicBool, AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     Arc, Mutex, Weak,
 };
 
@@ -32,8 +42,10 @@ pub(crate) struct Entity {
     pub(crate) name: String,
     pending: AtomicUsize,
     queued: AtomicBool,
+    /// The pass it last executed in (single passes only).
+    last_pass: AtomicU64,
     /// Set after a callback panicked, so the log says it once.
-    pub(crate) panicked: AtomicBool,
+    panicked: AtomicBool,
     /// Taken out (and so dropped) on teardown, after `registration` and `timer`.
     pub(crate) waitable: Mutex<Option<Waitable>>,
     registration: Mutex<Option<OnReadyHandle>>,
@@ -60,6 +72,7 @@ impl Entity {
             name: ffi::entity_name(primitive),
             pending: AtomicUsize::new(0),
             queued: AtomicBool::new(false),
+            last_pass: AtomicU64::new(0),
             panicked: AtomicBool::new(false),
             waitable: Mutex::new(Some(waitable)),
             registration: Mutex::new(None),
@@ -115,6 +128,42 @@ impl Entity {
     pub(crate) fn unclaim(self: &Arc<Self>, count: usize, mailbox: &MailboxSender) {
         if count > 0 {
             Arc::clone(self).notify(count, mailbox);
+        }
+    }
+
+    /// Mark the entity as run in `pass`; false if it already ran in that pass.
+    pub(crate) fn first_run_in(&self, pass: u64) -> bool {
+        self.last_pass.swap(pass, Ordering::SeqCst) != pass
+    }
+
+    /// Defer to the next pass the entity's queued item (taken from the mailbox but not
+    /// run) and `unexecuted` claimed arrivals: counted, but not queued.
+    pub(crate) fn defer(&self, unexecuted: usize) {
+        self.queued.store(false, Ordering::SeqCst);
+        if unexecuted > 0 {
+            self.pending.fetch_add(unexecuted, Ordering::SeqCst);
+        }
+    }
+
+    /// Queue a deferred entity again if it still has arrivals and is not queued.
+    pub(crate) fn requeue(self: &Arc<Self>, mailbox: &MailboxSender) {
+        if self.pending.load(Ordering::SeqCst) > 0 && !self.queued.swap(true, Ordering::AcqRel) {
+            mailbox.send(MailItem::Entity(Arc::clone(self)));
+        }
+    }
+
+    /// A callback of this entity panicked: count it, and log the first one.
+    pub(crate) fn contain_panic(&self, stats: &ExecutorStats, panic: &(dyn std::any::Any + Send)) {
+        stats.record_panic(&self.name);
+        if !self.panicked.swap(true, Ordering::Relaxed) {
+            log_panic(
+                &format!(
+                    "the callback of {} (further panics of it are counted in ExecutorStats, \
+                     not logged)",
+                    self.name
+                ),
+                panic,
+            );
         }
     }
 

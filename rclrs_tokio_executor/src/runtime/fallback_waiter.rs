@@ -23,7 +23,7 @@
 use crate::ffi;
 use crate::runtime::{
     mailbox::{LentPayload, MailItem, MailboxSender, PayloadLoan},
-    worker_task::Control,
+    workers::Control,
 };
 use rclrs::{log_error, Context, GuardCondition, RclPrimitiveKind, RclrsError, WaitSet, Waitable};
 use std::sync::{

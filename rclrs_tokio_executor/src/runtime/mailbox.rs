@@ -5,14 +5,15 @@
 //! entity is in it at most once (see `entity.rs`); payload tasks are the only items
 //! that are not coalesced, exactly as many as the user sends.
 //!
-//! The executor-wide `queued` counter tells `spin()` whether work was already waiting
-//! when it started, which a zero-timeout spin must still process.
+//! Each mailbox counts the items sent into it and the items its Worker has finished
+//! with ([`MailboxCounters`]): `spin()` reads them to tell which work was already
+//! waiting when it started, which a zero or short timeout must still process.
 
 use crate::runtime::entity::Entity;
 use rclrs::PayloadTask;
 use std::any::Any;
 use std::sync::{
-    atomic::{AtomicUsize, Ordering},
+    atomic::{AtomicU64, Ordering},
     Arc,
 };
 use tokio::sync::{mpsc, oneshot};
@@ -75,28 +76,52 @@ impl Drop for LentPayload {
     }
 }
 
+/// How many items a mailbox took in, and how many its Worker is done with (ran them,
+/// deferred them to a later pass, or dropped them at teardown). The difference is the
+/// Worker's backlog: queued, stashed or running.
+#[derive(Default, Debug)]
+pub(crate) struct MailboxCounters {
+    sent: AtomicU64,
+    finished: AtomicU64,
+}
+
+impl MailboxCounters {
+    pub(crate) fn sent(&self) -> u64 {
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn finished(&self) -> u64 {
+        self.finished.load(Ordering::SeqCst)
+    }
+}
+
 /// Sending side of a mailbox; cheap to clone into push callbacks.
 #[derive(Clone)]
 pub(crate) struct MailboxSender {
     tx: mpsc::UnboundedSender<MailItem>,
-    queued: Arc<AtomicUsize>,
+    counters: Arc<MailboxCounters>,
 }
 
 /// Receiving side, owned by the Worker's task.
 pub(crate) struct MailboxReceiver {
     rx: mpsc::UnboundedReceiver<MailItem>,
-    queued: Arc<AtomicUsize>,
+    counters: Arc<MailboxCounters>,
 }
 
-/// A mailbox whose items count towards `queued` (shared by all Workers of an executor).
-pub(crate) fn mailbox(queued: Arc<AtomicUsize>) -> (MailboxSender, MailboxReceiver) {
+/// A new mailbox and its counters.
+pub(crate) fn mailbox() -> (MailboxSender, MailboxReceiver, Arc<MailboxCounters>) {
     let (tx, rx) = mpsc::unbounded_channel();
+    let counters = Arc::new(MailboxCounters::default());
     (
         MailboxSender {
             tx,
-            queued: Arc::clone(&queued),
+            counters: Arc::clone(&counters),
         },
-        MailboxReceiver { rx, queued },
+        MailboxReceiver {
+            rx,
+            counters: Arc::clone(&counters),
+        },
+        counters,
     )
 }
 
@@ -104,34 +129,34 @@ impl MailboxSender {
     /// Non-blocking. Fails only when the Worker's task is gone (executor dropped), in
     /// which case there is nobody left to run the item.
     pub(crate) fn send(&self, item: MailItem) {
-        self.queued.fetch_add(1, Ordering::SeqCst);
+        // Counted before it can be received, so `finished` never passes `sent`.
+        self.counters.sent.fetch_add(1, Ordering::SeqCst);
         if self.tx.send(item).is_err() {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
+            self.counters.finished.fetch_add(1, Ordering::SeqCst);
         }
     }
 }
 
 impl MailboxReceiver {
     pub(crate) async fn recv(&mut self) -> Option<MailItem> {
-        let item = self.rx.recv().await;
-        if item.is_some() {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
-        }
-        item
+        self.rx.recv().await
     }
 
     pub(crate) fn try_recv(&mut self) -> Option<MailItem> {
-        let item = self.rx.try_recv().ok();
-        if item.is_some() {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
-        }
-        item
+        self.rx.try_recv().ok()
+    }
+
+    /// The Worker is done with one received item.
+    pub(crate) fn finished_one(&self) {
+        self.counters.finished.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Drop everything still queued (teardown), so queued entities are released
     /// before the Worker tears its entities down.
     pub(crate) fn close_and_drain(&mut self) {
         self.rx.close();
-        while self.try_recv().is_some() {}
+        while self.try_recv().is_some() {
+            self.finished_one();
+        }
     }
 }

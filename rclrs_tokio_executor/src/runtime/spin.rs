@@ -1,19 +1,49 @@
 //! One `spin()`: open the gate, wait for a stop condition, close the gate, wait for the
 //! callbacks in flight. Every wait is a notification; nothing sleeps in a loop.
 //!
+//! The spin future needs no runtime of its own: the blocking `spin()` runs it on the
+//! caller's thread and `spin_async` on whatever executor awaits it. Its deadline is an
+//! [`Alarm`](crate::runtime::alarms) of the timer scheduler's thread, precise to the
+//! kernel's wake-up latency rather than Tokio's 1 ms timer tick.
+//!
 //! Stop conditions, as with the rclrs basic executor:
 //! - `halt_spinning` (rclrs calls `wake_all_wait_sets`, which wakes this future);
 //! - the context is no longer valid (checked whenever the future wakes);
 //! - `until_promise_resolved`: the promise resolves or its sender is dropped;
-//! - `timeout`: reported as `RclReturnCode::Timeout`, even if work was done;
-//! - `only_next_available_work`: once a unit of work has run. Work that was already
-//!   queued when the spin started is run even if the timeout is zero.
+//! - `timeout`: reported as `RclReturnCode::Timeout` (one per Worker, as the basic
+//!   executor reports one per wait set), even if work was done. A timeout too large for
+//!   rcl (above `i64::MAX` nanoseconds) is refused with `InvalidArgument`, as the basic
+//!   executor refuses it;
+//! - `only_next_available_work`: once a unit of work has run and the backlog (below)
+//!   has had its pass;
+//! - a runtime passed as `runtime_handle` that has not run a task of ours after
+//!   [`RUNTIME_PROBE`]: reported with the error [`is_runtime_not_driven_error`]
+//!   recognises, instead of waiting for ever.
+//!
+//! [`is_runtime_not_driven_error`]: crate::is_runtime_not_driven_error
+//!
+//! # One pass, and the backlog
+//!
+//! `spin_once` and a zero timeout run a *single pass*: each entity that is ready runs
+//! its callback at most once, the rest of its arrivals wait for the next spin (see the
+//! spin gate). What was already waiting in the Workers' mailboxes when the spin began
+//! (the backlog, a snapshot of mailbox counters) still gets its pass after a deadline
+//! that came first, such as a zero timeout, as the basic executor's non-blocking wait
+//! runs what is ready. That wait ends as soon as the backlog is processed, and never
+//! lasts longer than [`BACKLOG_STALL`] without a Worker making progress on it, so a
+//! busy or stalled Worker cannot hold a timed spin past its deadline.
 
-use crate::runtime::shared::ExecutorShared;
+use crate::runtime::{shared::ExecutorShared, spin_gate::Watching, workers::Backlog};
 use rclrs::{RclReturnCode, RclrsError, SpinConditions};
 use std::sync::{atomic::Ordering, Arc};
-use std::time::Duration;
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long the backlog may go without progress after the deadline (see module docs).
+const BACKLOG_STALL: Duration = Duration::from_millis(20);
+
+/// How long a user's runtime (`runtime_handle`) may take to run its first task of ours
+/// before a spin reports it as not driven.
+const RUNTIME_PROBE: Duration = Duration::from_secs(1);
 
 pub(crate) async fn spin(
     shared: Arc<ExecutorShared>,
@@ -25,69 +55,156 @@ pub(crate) async fn spin(
         context,
         ..
     } = conditions;
-    let mut errors = Vec::new();
     if !context.ok() || shared.is_shut_down() {
-        return errors;
+        return Vec::new();
     }
-    let deadline = options.timeout.map(|t| Instant::now() + t);
+    if options
+        .timeout
+        .is_some_and(|t| t.as_nanos() > i64::MAX as u128)
+    {
+        return vec![RclrsError::RclError {
+            code: RclReturnCode::InvalidArgument,
+            msg: None,
+        }];
+    }
+    let started = Instant::now();
+    let deadline = options.timeout.and_then(|t| started.checked_add(t));
     let only_next = options.only_next_available_work;
+    let single_pass = only_next || options.timeout == Some(Duration::ZERO);
     let mut promise = options.until_promise_resolved;
-    let work_seen = shared.gate.work_done();
-    let queued_at_start = shared.queued.load(Ordering::SeqCst) > 0;
+    let gate = &shared.gate;
 
-    shared.gate.open();
+    // Only `spin_once` needs to hear of every finished item (and every spin pays a
+    // wake-up per callback while it listens). Watch before taking the snapshot, so no
+    // progress on it goes unannounced.
+    let watching = only_next.then(|| gate.watch());
+    let backlog = shared.workers.backlog();
+    let work_seen = gate.work_done();
+    let _close_if_dropped = CloseGateOnDrop(&shared);
+    gate.open(single_pass);
+
+    let mut alarm = deadline.map(|at| shared.timers.alarm(at));
+    // A runtime handed in as `runtime_handle` that never runs our tasks would leave an
+    // unbounded spin waiting for ever: check once that it runs them.
+    let probe_at = started + RUNTIME_PROBE;
+    let mut runtime_probe = shared
+        .threads
+        .runtime_probe()
+        .map(|ran| (ran, shared.timers.alarm(probe_at)));
+    let mut errors = Vec::new();
+    let mut timed_out = false;
     loop {
+        let progress = watching.as_ref().map(Watching::next);
+        tokio::pin!(progress);
+        if let Some(progress) = progress.as_mut().as_pin_mut() {
+            progress.enable();
+        }
         let woken = shared.wake_spin.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
         if halt_spinning.load(Ordering::Acquire) || !context.ok() || shared.is_shut_down() {
             break;
         }
+        if only_next && gate.work_done() > work_seen && backlog.is_processed() {
+            // As the basic executor: a pass that ends after the deadline (a zero
+            // timeout) still reports the timeout.
+            timed_out = deadline.is_some_and(|at| Instant::now() >= at);
+            break;
+        }
+        if deadline.is_some_and(|at| Instant::now() >= at) {
+            timed_out = true;
+            break;
+        }
+        if let Some((ran, _)) = &runtime_probe {
+            if ran.load(Ordering::Acquire) {
+                runtime_probe = None;
+            } else if Instant::now() >= probe_at {
+                errors.push(crate::error::runtime_not_driven());
+                break;
+            }
+        }
         let promise_resolved = async {
             match promise.as_mut() {
-                Some(p) => {
-                    let _ = p.await;
+                Some(promise) => {
+                    let _ = promise.await;
                 }
                 None => std::future::pending().await,
             }
         };
-        let timed_out = async {
-            match deadline {
-                Some(deadline) => tokio::time::sleep_until(deadline).await,
+        let rung = async {
+            match alarm.as_mut() {
+                Some(alarm) => alarm.await,
                 None => std::future::pending().await,
             }
         };
-        let worked = async {
-            if only_next {
-                shared.gate.worked_since(work_seen).await
-            } else {
-                std::future::pending().await
+        let probe_due = async {
+            match runtime_probe.as_mut() {
+                Some((_, alarm)) => alarm.await,
+                None => std::future::pending().await,
+            }
+        };
+        let progressed = async {
+            match progress.as_mut().as_pin_mut() {
+                Some(progress) => progress.await,
+                None => std::future::pending().await,
             }
         };
         tokio::select! {
             biased;
-            _ = woken => continue,
-            _ = worked => break,
+            _ = woken => {}
+            _ = progressed => {}
             _ = promise_resolved => break,
-            _ = timed_out => {
-                if queued_at_start && shared.gate.work_done() == work_seen {
-                    // Work was waiting when the spin began: a zero or short timeout
-                    // still runs it, as the basic executor's non-blocking wait does.
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(1),
-                        shared.gate.worked_since(work_seen),
-                    )
-                    .await;
-                }
-                errors.push(RclrsError::RclError {
-                    code: RclReturnCode::Timeout,
-                    msg: None,
-                });
-                break;
-            }
+            _ = rung => {}
+            _ = probe_due => {}
         }
     }
-    shared.gate.close();
-    shared.gate.drained().await;
+    if timed_out {
+        wait_for_backlog(&shared, &backlog).await;
+        let workers = shared.workers.gated_count().max(1);
+        errors.extend((0..workers).map(|_| RclrsError::RclError {
+            code: RclReturnCode::Timeout,
+            msg: None,
+        }));
+    }
+    gate.close();
+    gate.drained().await;
     errors
+}
+
+/// Let the backlog have its pass: until it is processed, or a Worker stalls on it.
+async fn wait_for_backlog(shared: &ExecutorShared, backlog: &Backlog) {
+    let watching = shared.gate.watch();
+    let mut finished = backlog.finished();
+    let mut stall_at = Instant::now() + BACKLOG_STALL;
+    loop {
+        let progress = watching.next();
+        tokio::pin!(progress);
+        progress.as_mut().enable();
+        if backlog.is_processed() || shared.is_shut_down() {
+            return;
+        }
+        let now_finished = backlog.finished();
+        if now_finished != finished {
+            finished = now_finished;
+            stall_at = Instant::now() + BACKLOG_STALL;
+        } else if Instant::now() >= stall_at {
+            return;
+        }
+        let stalled = shared.timers.alarm(stall_at);
+        tokio::select! {
+            biased;
+            _ = progress => {}
+            _ = stalled => {}
+        }
+    }
+}
+
+/// Closes the gate when the spin future is dropped before it finished (a `spin_async`
+/// future dropped mid-spin), so no callback starts for a spin nobody awaits.
+struct CloseGateOnDrop<'a>(&'a ExecutorShared);
+
+impl Drop for CloseGateOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.gate.close();
+    }
 }

@@ -11,32 +11,52 @@
 //! undoing its increment), or the closer sees the entrant's increment (and waits for
 //! it). A callback can never start after `spin()` has observed zero in flight.
 //!
+//! # Passes
+//!
+//! Each opening starts a new *pass* (a number that only grows). A spin that asks for one
+//! unit of work (`spin_once`, or a zero timeout) opens the gate in *single-pass* mode:
+//! a Worker then executes each ready entity at most once in that pass and defers the
+//! rest of its arrivals to the next pass, as the basic executor's single wait does.
+//!
+//! # Progress
+//!
+//! `spin()` decides when to stop from what the Workers did: callbacks run (`work_done`)
+//! and mailbox items finished (counted per Worker, see `workers.rs`). Workers announce
+//! both through one notification, but only while a spin watches ([`SpinGate::watch`]),
+//! so the hot path pays one atomic load when nobody does.
+//!
 //! Nothing here polls: tasks waiting for the gate to open await [`SpinGate::opened`],
-//! `spin()` awaits [`SpinGate::drained`], and both notifications use the
+//! `spin()` awaits [`SpinGate::drained`], and every notification uses the
 //! enable-then-check pattern of `tokio::sync::Notify` so no wake-up is lost between
 //! checking the condition and starting to wait.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
-use tokio::sync::Notify;
+use tokio::sync::{futures::Notified, Notify};
 
 /// Opens while `spin()` runs; counts the callbacks in flight.
 #[derive(Default)]
 pub(crate) struct SpinGate {
     open: AtomicBool,
+    /// Incremented by every [`SpinGate::open`].
+    pass: AtomicU64,
+    single_pass: AtomicBool,
     in_flight: AtomicUsize,
-    /// Units of work (a mailbox item, an async task poll) finished since creation.
-    /// `spin_once` waits for it to move.
+    /// Units of work (a callback, an async task poll that finished) done since creation.
     work_done: AtomicU64,
-    /// How many `worked_since` futures are waiting; work is announced only then, so the
-    /// hot path takes no lock when nobody is spinning once.
-    work_watchers: AtomicUsize,
+    /// How many spins watch for progress; progress is announced only then.
+    watchers: AtomicUsize,
     opened: Notify,
     drained: Notify,
-    worked: Notify,
+    progress: Notify,
 }
 
 /// Proof that a callback may run; leaving the scope ends the callback's flight.
 pub(crate) struct InFlight<'a> {
+    gate: &'a SpinGate,
+}
+
+/// A spin's registration for progress notifications; see [`SpinGate::watch`].
+pub(crate) struct Watching<'a> {
     gate: &'a SpinGate,
 }
 
@@ -45,8 +65,20 @@ impl SpinGate {
         self.open.load(SeqCst)
     }
 
-    /// Let callbacks run, and wake everything waiting for that.
-    pub(crate) fn open(&self) {
+    /// The current pass (see the module docs).
+    pub(crate) fn pass(&self) -> u64 {
+        self.pass.load(SeqCst)
+    }
+
+    /// Whether the current pass runs each ready entity at most once.
+    pub(crate) fn is_single_pass(&self) -> bool {
+        self.single_pass.load(SeqCst)
+    }
+
+    /// Start a pass and let callbacks run; wake everything waiting for that.
+    pub(crate) fn open(&self, single_pass: bool) {
+        self.single_pass.store(single_pass, SeqCst);
+        self.pass.fetch_add(1, SeqCst);
         self.open.store(true, SeqCst);
         self.opened.notify_waiters();
     }
@@ -54,6 +86,10 @@ impl SpinGate {
     /// Stop new callbacks from starting. Those in flight finish; await [`Self::drained`].
     pub(crate) fn close(&self) {
         self.open.store(false, SeqCst);
+        // Nothing may be in flight: then nobody else will announce the drain.
+        if self.in_flight.load(SeqCst) == 0 {
+            self.drained.notify_waiters();
+        }
     }
 
     /// Start a callback if the gate is open.
@@ -70,12 +106,17 @@ impl SpinGate {
     fn exit(&self, worked: bool) {
         if worked {
             self.work_done.fetch_add(1, SeqCst);
-            if self.work_watchers.load(SeqCst) > 0 {
-                self.worked.notify_waiters();
-            }
+            self.progressed();
         }
         if self.in_flight.fetch_sub(1, SeqCst) == 1 && !self.open.load(SeqCst) {
             self.drained.notify_waiters();
+        }
+    }
+
+    /// Announce progress (work done, a mailbox item finished) to watching spins.
+    pub(crate) fn progressed(&self) {
+        if self.watchers.load(SeqCst) > 0 {
+            self.progress.notify_waiters();
         }
     }
 
@@ -86,6 +127,19 @@ impl SpinGate {
             tokio::pin!(notified);
             notified.as_mut().enable();
             if self.is_open() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Resolves once the gate is open for a pass after `pass`.
+    pub(crate) async fn opened_after(&self, pass: u64) {
+        loop {
+            let notified = self.opened.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_open() && self.pass() != pass {
                 return;
             }
             notified.await;
@@ -105,32 +159,34 @@ impl SpinGate {
         }
     }
 
+    /// Whether no callback is in flight.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.in_flight.load(SeqCst) == 0
+    }
+
     /// How many units of work have finished so far.
     pub(crate) fn work_done(&self) -> u64 {
         self.work_done.load(SeqCst)
     }
 
-    /// Resolves once more than `seen` units of work have finished.
-    pub(crate) async fn worked_since(&self, seen: u64) {
-        struct Watching<'a>(&'a AtomicUsize);
-        impl Drop for Watching<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, SeqCst);
-            }
-        }
-        // Registered before checking `work_done`: a worker that finishes after our check
-        // sees the watcher and notifies (both sides are SeqCst).
-        self.work_watchers.fetch_add(1, SeqCst);
-        let _watching = Watching(&self.work_watchers);
-        loop {
-            let notified = self.worked.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.work_done() > seen {
-                return;
-            }
-            notified.await;
-        }
+    /// Start receiving progress notifications. Register *before* checking the state
+    /// you wait on: progress made after this call is announced (both sides are SeqCst).
+    pub(crate) fn watch(&self) -> Watching<'_> {
+        self.watchers.fetch_add(1, SeqCst);
+        Watching { gate: self }
+    }
+}
+
+impl<'a> Watching<'a> {
+    /// The next progress notification; `enable` it before checking the state.
+    pub(crate) fn next(&self) -> Notified<'a> {
+        self.gate.progress.notified()
+    }
+}
+
+impl Drop for Watching<'_> {
+    fn drop(&mut self) {
+        self.gate.watchers.fetch_sub(1, SeqCst);
     }
 }
 
@@ -159,7 +215,7 @@ mod tests {
     fn closed_gate_refuses_entry() {
         let gate = SpinGate::default();
         assert!(gate.try_enter().is_none());
-        gate.open();
+        gate.open(false);
         let flight = gate.try_enter();
         assert!(flight.is_some());
         gate.close();
@@ -169,7 +225,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn drained_waits_for_the_flight_in_progress() {
         let gate = Arc::new(SpinGate::default());
-        gate.open();
+        gate.open(false);
         let (started_tx, started_rx) = tokio::sync::oneshot::channel();
         let g = Arc::clone(&gate);
         let worker = std::thread::spawn(move || {
@@ -195,7 +251,7 @@ mod tests {
         let waiter = tokio::spawn(async move { g.opened().await });
         tokio::task::yield_now().await;
         assert!(!waiter.is_finished());
-        gate.open();
+        gate.open(false);
         tokio::time::timeout(Duration::from_secs(5), waiter)
             .await
             .expect("opened() must resolve after open()")

@@ -19,15 +19,16 @@
 
 use std::future::Future;
 use std::sync::{
-    atomic::{AtomicUsize, Ordering},
-    Mutex,
+    atomic::{AtomicBool, AtomicUsize, Ordering},
+    Arc, Mutex,
 };
 use tokio::{runtime::Handle, sync::oneshot, task::JoinHandle};
 
 /// One thread running a current-thread runtime until the pool shuts down.
 pub(crate) struct PoolThread {
     handle: Handle,
-    workers: AtomicUsize,
+    /// Worker tasks placed here and still running.
+    workers: Arc<AtomicUsize>,
 }
 
 pub(crate) enum Threads {
@@ -37,8 +38,12 @@ pub(crate) enum Threads {
         next_task: AtomicUsize,
         stop: Mutex<Vec<oneshot::Sender<()>>>,
     },
-    /// A runtime the user passed in; Tokio decides where tasks run.
-    External(Handle),
+    /// A runtime the user passed in; Tokio decides where tasks run. `ran` is set by a
+    /// probe task spawned onto it: whether the runtime runs our tasks at all.
+    External {
+        handle: Handle,
+        ran: Arc<AtomicBool>,
+    },
 }
 
 impl Threads {
@@ -63,7 +68,7 @@ impl Threads {
                 })?;
             threads.push(PoolThread {
                 handle,
-                workers: AtomicUsize::new(0),
+                workers: Arc::default(),
             });
             stop.push(stop_tx);
         }
@@ -75,7 +80,18 @@ impl Threads {
     }
 
     pub(crate) fn external(handle: Handle) -> Self {
-        Self::External(handle)
+        let ran = Arc::new(AtomicBool::new(false));
+        let probe = Arc::clone(&ran);
+        handle.spawn(async move { probe.store(true, Ordering::Release) });
+        Self::External { handle, ran }
+    }
+
+    /// For a user's runtime that has not yet run our probe task: the flag it will set.
+    pub(crate) fn runtime_probe(&self) -> Option<Arc<AtomicBool>> {
+        match self {
+            Self::External { ran, .. } if !ran.load(Ordering::Acquire) => Some(Arc::clone(ran)),
+            _ => None,
+        }
     }
 
     /// Spawn a Worker task: on the pool thread with the fewest Workers.
@@ -90,9 +106,13 @@ impl Threads {
                     .min_by_key(|t| t.workers.load(Ordering::Relaxed))
                     .expect("a pool has at least one thread");
                 thread.workers.fetch_add(1, Ordering::Relaxed);
-                thread.handle.spawn(task)
+                let placed = PlacedWorker(Arc::clone(&thread.workers));
+                thread.handle.spawn(async move {
+                    let _placed = placed;
+                    task.await
+                })
             }
-            Self::External(handle) => handle.spawn(task),
+            Self::External { handle, .. } => handle.spawn(task),
         }
     }
 
@@ -115,8 +135,17 @@ impl Threads {
                 let index = next_task.fetch_add(1, Ordering::Relaxed) % threads.len();
                 threads[index].handle.spawn(task)
             }
-            Self::External(handle) => handle.spawn(task),
+            Self::External { handle, .. } => handle.spawn(task),
         }
+    }
+
+    /// Whether the calling thread is one of the pool's threads.
+    pub(crate) fn is_pool_thread(&self) -> bool {
+        let Self::Pool { threads, .. } = self else {
+            return false;
+        };
+        Handle::try_current()
+            .is_ok_and(|current| threads.iter().any(|t| t.handle.id() == current.id()))
     }
 
     /// Stop the pool's threads; their runtimes drop the tasks still on them.
@@ -126,5 +155,14 @@ impl Threads {
                 let _ = sender.send(());
             }
         }
+    }
+}
+
+/// Counts a Worker task on its pool thread until the task ends.
+struct PlacedWorker(Arc<AtomicUsize>);
+
+impl Drop for PlacedWorker {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -30,19 +30,26 @@
 //!   thread is done with its `rcl_timer_t`) before it clears the reset callback and
 //!   drops the primitive.
 //!
+//! The same thread keeps the executor's [`alarms`](crate::runtime::alarms): deadlines of
+//! timed spins, which need the same sub-millisecond precision.
+//!
 //! Wake-ups use `thread::unpark`, which is sticky: a wake that lands while the thread is
 //! evaluating is not lost. Nothing here takes rclrs's clock lock, so the jump callback
 //! (which runs with that lock held) can never deadlock with the thread.
 
 use crate::ffi::{RclTimer, TimerDue};
-use crate::runtime::{entity::Entity, mailbox::MailboxSender};
+use crate::runtime::{
+    alarms::{Alarm, AlarmList},
+    entity::Entity,
+    mailbox::MailboxSender,
+};
 use std::collections::HashMap;
 use std::sync::{
     atomic::{AtomicBool, Ordering},
     Arc, Mutex, OnceLock, Weak,
 };
 use std::thread::Thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Identifies a timer: the address of its entity.
 pub(crate) type TimerKey = usize;
@@ -66,9 +73,15 @@ struct State {
     stop: bool,
 }
 
+/// Deadlines of spins; a lock of its own, so filing one never waits for the thread to
+/// finish evaluating timers.
+#[derive(Default)]
+struct Alarms(Mutex<AlarmList>);
+
 /// Shared with the scheduler thread and with every callback that wakes it.
 pub(crate) struct TimerScheduler {
     state: Mutex<State>,
+    alarms: Alarms,
     thread: OnceLock<Thread>,
     /// Set by anyone who changed something; the thread re-evaluates when it is set.
     dirty: AtomicBool,
@@ -78,6 +91,7 @@ impl TimerScheduler {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State::default()),
+            alarms: Alarms::default(),
             thread: OnceLock::new(),
             dirty: AtomicBool::new(false),
         })
@@ -90,6 +104,16 @@ impl TimerScheduler {
         if let Some(thread) = self.thread.get() {
             thread.unpark();
         }
+    }
+
+    /// A future that resolves at `deadline`, woken by this scheduler's thread.
+    pub(crate) fn alarm(self: &Arc<Self>, deadline: Instant) -> Alarm {
+        self.ensure_thread();
+        Alarm::new(Arc::clone(self), deadline)
+    }
+
+    pub(crate) fn with_alarms<R>(&self, f: impl FnOnce(&mut AlarmList) -> R) -> R {
+        f(&mut self.alarms.0.lock().unwrap())
     }
 
     fn ensure_thread(self: &Arc<Self>) {
@@ -173,12 +197,19 @@ fn run(scheduler: Weak<TimerScheduler>) {
             return;
         };
         this.dirty.store(false, Ordering::Release);
-        let next = {
+        let timers_next = {
             let mut state = this.state.lock().unwrap();
             if state.stop {
+                // The executor is shutting down: wake every alarm's future so it can see.
+                this.with_alarms(AlarmList::ring_all);
                 return;
             }
             evaluate(&mut state)
+        };
+        let alarms_next = this.with_alarms(|list| list.ring_due(Instant::now()));
+        let next = match (timers_next, alarms_next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         };
         drop(this);
         match next {

@@ -1,9 +1,9 @@
-//! The one Tokio task per rclrs Worker that drains the Worker's mailbox.
+//! A Worker task: the single Tokio task that runs everything of one rclrs Worker.
 //!
-//! Because a Tokio task is never polled by two threads at once, everything this task
-//! does for its Worker is mutually exclusive and in mailbox order, without a lock on
-//! the payload: the task owns the payload. Different Workers are different tasks, so
-//! Tokio runs them in parallel on its threads.
+//! A Tokio task is never polled by two threads at once, so whatever this task does for
+//! its Worker happens one thing at a time and in mailbox order, and it needs no lock on
+//! the Worker's payload: it owns it. Different Workers are different tasks, which the
+//! pool runs in parallel on its threads.
 //!
 //! The task has two inputs:
 //! - a **control** channel for bookkeeping that must happen whether or not the executor
@@ -11,71 +11,44 @@
 //!   first spin are counted), activity listeners, and sweeps of dropped entities;
 //! - the **mailbox** of callbacks, taken only while the spin gate is open.
 //!
-//! The task owns its entities, so dropping the task (executor dropped, runtime shut
-//! down) tears them down: the mailbox is drained first, then every entity deregisters
-//! its push callback before its Waitable is dropped.
+//! # Life of the task
+//!
+//! The task ends when the executor shuts down, or once its rclrs Worker is gone (its
+//! channel dropped, [`Control::WorkerDropped`]) and no entity of it is still in use. It
+//! owns its entities, so ending tears them down: the mailbox is drained first, then
+//! every entity deregisters its push callback before its Waitable is dropped, then the
+//! task leaves the executor's list of Workers.
+//!
+//! Submodules: [`registration`] (how a new Waitable is taken in) and [`linger`] (the
+//! brief watch of the mailbox under a sustained stream).
 
-use crate::ffi::{self, RclTimer};
+mod linger;
+mod registration;
+
+use crate::ffi;
 use crate::runtime::{
-    async_tasks::{log_panic, InlineScope},
-    entity::{Entity, TimerParts},
+    async_tasks::InlineScope,
+    entity::Entity,
     fallback_waiter::FallbackWaiter,
-    mailbox::{LentPayload, MailItem, MailboxReceiver, MailboxSender},
+    mailbox::{self, LentPayload, MailItem, MailboxReceiver, MailboxSender},
+    panics::log_panic,
     shared::ExecutorShared,
+    workers::{Control, WorkerEntry},
 };
+use linger::LingerState;
 use rclrs::{
-    log_error, ActivityListenerCallback, ClockChange, ClockJump, ClockType, Context,
-    GuardCondition, JumpThreshold, RclPrimitiveKind, ReadyKind, Waitable, WeakActivityListener,
+    log_error, ActivityListenerCallback, Context, GuardCondition, RclPrimitiveKind, ReadyKind,
+    WeakActivityListener,
 };
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{
-    atomic::{AtomicBool, Ordering},
-    Arc,
-};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 /// How many mailbox items a Worker runs before yielding to other tasks, and how many
 /// times it executes one entity before re-queueing it behind the others.
 const MAILBOX_BUDGET: usize = 64;
 const ENTITY_BUDGET: usize = 256;
-
-/// When work arrived less than `LINGER` after the Worker last went idle (a sustained
-/// stream), the Worker watches its mailbox for up to `LINGER` before parking its thread:
-/// the next message usually lands within that time, and catching it spares the
-/// publishing thread a wake-up syscall per message. Slower streams (10 kHz is 100 µs
-/// apart) never linger, so lingering costs no CPU there.
-///
-/// Lingering only pays while it catches something. When the producer is on another
-/// process, or shares this thread's core, spinning steals the very CPU the producer
-/// needs; so after `LINGER_MISSES` lingers in a row caught nothing, the Worker stops
-/// lingering and probes again only once every `LINGER_PROBE` wake-ups. For the same
-/// reason at most one Worker fewer than the machine has cores lingers at a time, and a
-/// linger ends early when another task of the same thread becomes ready.
-const LINGER: std::time::Duration = std::time::Duration::from_micros(30);
-const LINGER_MISSES: u32 = 2;
-const LINGER_PROBE: u32 = 64;
-
-/// How a linger ended.
-enum Linger {
-    /// A new item arrived: it is in the stash.
-    Caught,
-    /// Nothing arrived within [`LINGER`].
-    Missed,
-    /// Another task of this thread became ready; it must not wait for us.
-    OthersReady,
-}
-
-/// Bookkeeping for a Worker task, handled even while not spinning.
-pub(crate) enum Control {
-    Add(Waitable),
-    Listen(WeakActivityListener),
-    /// An rclrs guard condition fired where only the fallback waiter sees it: an entity
-    /// may have been dropped.
-    Sweep,
-    /// The executor is being dropped: tear down and end the task.
-    Shutdown,
-}
 
 pub(crate) struct WorkerTask {
     shared: Arc<ExecutorShared>,
@@ -85,6 +58,8 @@ pub(crate) struct WorkerTask {
     /// Callbacks wait for the spin gate; false only for the clock task (see
     /// `ExecutorShared::clock_task`), which keeps ROS time moving between spins.
     gated: bool,
+    /// This task in the executor's list of Workers.
+    entry: Arc<WorkerEntry>,
     control: mpsc::UnboundedReceiver<Control>,
     control_tx: mpsc::UnboundedSender<Control>,
     mailbox: MailboxReceiver,
@@ -96,48 +71,59 @@ pub(crate) struct WorkerTask {
     listeners_due: bool,
     /// An item taken from the mailbox just as the gate closed, or while lingering.
     stash: Option<MailItem>,
-    /// When the Worker last ran out of work (see [`LINGER`]).
-    idle_since: Option<std::time::Instant>,
-    /// Lingers in a row that caught nothing, and wake-ups since lingering paused.
-    linger_misses: u32,
-    wakeups_without_linger: u32,
+    /// The pass of the spin gate this task last worked in, and the entities a single
+    /// pass deferred to the next one (see `entity.rs`).
+    pass: u64,
+    deferred: Vec<Arc<Entity>>,
+    /// The rclrs Worker is gone: end once no entity is in use.
+    orphaned: bool,
+    linger: LingerState,
     fallback: Option<FallbackWaiter>,
 }
 
 impl WorkerTask {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
+    /// Start a Worker task on the executor's threads. Returns its control channel and
+    /// its mailbox.
+    pub(crate) fn spawn(
         shared: Arc<ExecutorShared>,
         context: Context,
         guard_condition: Option<Arc<GuardCondition>>,
         payload: Box<dyn Any + Send>,
-        control: mpsc::UnboundedReceiver<Control>,
-        control_tx: mpsc::UnboundedSender<Control>,
-        mailbox: MailboxReceiver,
-        mailbox_tx: MailboxSender,
-    ) -> Self {
-        Self {
-            shared,
+    ) -> (mpsc::UnboundedSender<Control>, MailboxSender) {
+        let (control_tx, control) = mpsc::unbounded_channel();
+        let (mailbox_tx, mailbox, counters) = mailbox::mailbox();
+        let entry = Arc::new(WorkerEntry {
+            gated: guard_condition.is_some(),
+            control: control_tx.clone(),
+            mailbox: counters,
+        });
+        shared.workers.add(Arc::clone(&entry));
+        let task = Self {
+            shared: Arc::clone(&shared),
             context,
             gated: guard_condition.is_some(),
             guard_condition,
+            entry,
             control,
-            control_tx,
+            control_tx: control_tx.clone(),
             mailbox,
-            mailbox_tx,
+            mailbox_tx: mailbox_tx.clone(),
             payload: Some(payload),
             entities: Vec::new(),
             listeners: Vec::new(),
             listeners_due: false,
             stash: None,
-            idle_since: None,
-            linger_misses: 0,
-            wakeups_without_linger: 0,
+            pass: 0,
+            deferred: Vec::new(),
+            orphaned: false,
+            linger: LingerState::default(),
             fallback: None,
-        }
+        };
+        shared.threads.spawn_worker(task.run());
+        (control_tx, mailbox_tx)
     }
 
-    pub(crate) async fn run(mut self) {
+    async fn run(mut self) {
         let shared = Arc::clone(&self.shared);
         loop {
             while let Ok(control) = self.control.try_recv() {
@@ -156,6 +142,9 @@ impl WorkerTask {
                 }
                 continue;
             }
+            self.begin_pass_if_new();
+            let waiting_for_pass = !self.deferred.is_empty();
+            let pass = self.pass;
             let first = match self.stash.take() {
                 Some(item) => item,
                 None => tokio::select! {
@@ -171,77 +160,32 @@ impl WorkerTask {
                         Some(item) => item,
                         None => return,
                     },
+                    // Deferred entities go back into the mailbox when a new pass begins.
+                    _ = shared.gate.opened_after(pass), if waiting_for_pass => continue,
                 },
             };
-            let woke = std::time::Instant::now();
-            let streaming = self
-                .idle_since
-                .is_some_and(|idle| woke.duration_since(idle) < LINGER);
+            let streaming = self.linger.streaming(std::time::Instant::now());
             let budget_used = self.run_batch(first).await;
+            if self.is_done() {
+                return;
+            }
             if budget_used {
                 tokio::task::yield_now().await;
-            } else if streaming && self.stash.is_none() && self.may_linger() {
-                match self.linger_if_a_core_is_free() {
-                    Some(Linger::Caught) => self.linger_misses = 0,
-                    Some(Linger::Missed) => self.linger_misses += 1,
-                    Some(Linger::OthersReady) | None => {}
-                }
+            } else if streaming {
+                self.maybe_linger();
             }
-            self.idle_since = Some(std::time::Instant::now());
+            self.linger.went_idle();
         }
     }
 
-    /// Whether lingering has paid lately (see [`LINGER_MISSES`]).
-    fn may_linger(&mut self) -> bool {
-        if self.linger_misses < LINGER_MISSES {
-            return true;
-        }
-        self.wakeups_without_linger += 1;
-        if self.wakeups_without_linger >= LINGER_PROBE {
-            self.wakeups_without_linger = 0;
-            return true;
-        }
-        false
-    }
-
-    /// Linger if a core is free for it (see `ExecutorShared::max_lingering`).
-    fn linger_if_a_core_is_free(&mut self) -> Option<Linger> {
-        let lingering = &self.shared.lingering;
-        if lingering.fetch_add(1, Ordering::AcqRel) >= self.shared.max_lingering {
-            lingering.fetch_sub(1, Ordering::AcqRel);
-            return None;
-        }
-        let outcome = self.linger();
-        self.shared.lingering.fetch_sub(1, Ordering::AcqRel);
-        Some(outcome)
-    }
-
-    /// Watch the mailbox for up to [`LINGER`]; a new item becomes the stash.
-    fn linger(&mut self) -> Linger {
-        // Other tasks of this thread (other Workers placed here) woken meanwhile wait in
-        // the runtime's injection queue: lingering would hold them up, so stop then.
-        let runtime = tokio::runtime::Handle::try_current().ok();
-        let others_ready = || {
-            runtime
-                .as_ref()
-                .is_some_and(|r| r.metrics().global_queue_depth() > 0)
-        };
-        let until = std::time::Instant::now() + LINGER;
-        loop {
-            // Reading the clock costs more than a look at the mailbox: look 32 times
-            // between readings.
-            for _ in 0..32 {
-                if let Some(item) = self.mailbox.try_recv() {
-                    self.stash = Some(item);
-                    return Linger::Caught;
-                }
-                std::hint::spin_loop();
-            }
-            if others_ready() {
-                return Linger::OthersReady;
-            }
-            if std::time::Instant::now() >= until {
-                return Linger::Missed;
+    /// A new spin began since this task last worked: re-queue what the last single pass
+    /// deferred.
+    fn begin_pass_if_new(&mut self) {
+        let pass = self.shared.gate.pass();
+        if pass != self.pass {
+            self.pass = pass;
+            for entity in self.deferred.drain(..) {
+                entity.requeue(&self.mailbox_tx);
             }
         }
     }
@@ -262,14 +206,16 @@ impl WorkerTask {
             } else {
                 None
             };
-            if self.process(item).await {
-                self.listeners_due = true;
-                if let Some(flight) = flight {
-                    flight.finish_with_work();
+            let worked = self.process(item).await;
+            self.mailbox.finished_one();
+            match flight {
+                Some(flight) if worked => flight.finish_with_work(),
+                flight => {
+                    drop(flight);
+                    shared.gate.progressed();
                 }
-            } else {
-                drop(flight);
             }
+            self.listeners_due |= worked;
             ran += 1;
             if ran == MAILBOX_BUDGET {
                 break;
@@ -293,9 +239,10 @@ impl WorkerTask {
                 let payload = self.payload.as_deref_mut().expect("payload is home");
                 let scope = InlineScope::begin();
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| task(payload))) {
+                    self.shared.stats.record_panic("a payload task");
                     log_panic("a payload task", &*panic);
                 }
-                scope.finish(&self.shared);
+                scope.finish(&self.shared, None);
                 true
             }
             MailItem::Loan(loan) => {
@@ -319,13 +266,15 @@ impl WorkerTask {
         }
     }
 
-    /// Execute an entity once per claimed arrival, stopping when rmw has nothing left.
+    /// Execute an entity once per claimed arrival (once in a single pass), stopping when
+    /// rmw has nothing left.
     fn drain(&mut self, entity: &Arc<Entity>) -> bool {
-        let claimed = entity.claim();
         if entity.kind == RclPrimitiveKind::GuardCondition {
+            entity.claim();
             // rclrs triggers a Worker's guard condition for new entities, payload tasks
             // and dropped entities; the first two reach us directly, so run its (empty)
-            // callback and sweep.
+            // callback and sweep. Like a ready guard condition in the basic executor's
+            // wait set, it counts as a unit of work (it ends a `spin_once`).
             if let Some(waitable) = entity.waitable.lock().unwrap().as_mut() {
                 if let Err(err) =
                     ffi::execute_guard_condition(waitable.primitive_mut(), ReadyKind::Basic)
@@ -334,8 +283,15 @@ impl WorkerTask {
                 }
             }
             self.sweep();
+            return true;
+        }
+        let single_pass = self.gated && self.shared.gate.is_single_pass();
+        if single_pass && !entity.first_run_in(self.shared.gate.pass()) {
+            entity.defer(0);
+            self.deferred.push(Arc::clone(entity));
             return false;
         }
+        let claimed = entity.claim();
         let mut guard = entity.waitable.lock().unwrap();
         let Some(waitable) = guard.as_mut() else {
             return false;
@@ -350,19 +306,20 @@ impl WorkerTask {
         };
         // A timer tick runs the timer once (rclrs checks it is still due).
         let is_timer = entity.kind == RclPrimitiveKind::Timer;
-        let claimed = if is_timer { claimed.min(1) } else { claimed };
+        let limit = if is_timer || single_pass {
+            1
+        } else {
+            ENTITY_BUDGET
+        };
         let mut ran = 0;
-        while ran < claimed {
-            if ran == ENTITY_BUDGET {
-                entity.unclaim(claimed - ran, &self.mailbox_tx);
-                break;
-            }
+        let mut emptied = false;
+        while ran < claimed.min(limit) {
             rclrs::reset_take_failed();
             let scope = InlineScope::begin();
             let result = catch_unwind(AssertUnwindSafe(|| {
                 ffi::execute(waitable, ReadyKind::Basic, payload)
             }));
-            scope.finish(&self.shared);
+            scope.finish(&self.shared, Some(entity));
             match result {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => log_error!(
@@ -370,18 +327,24 @@ impl WorkerTask {
                     "error while running the callback of {}: {err}",
                     entity.name
                 ),
-                Err(panic) => {
-                    if !entity.panicked.swap(true, Ordering::Relaxed) {
-                        log_panic(&format!("the callback of {}", entity.name), &*panic);
-                    }
-                }
+                Err(panic) => entity.contain_panic(&self.shared.stats, &*panic),
             }
             if rclrs::take_failed_since_reset() {
+                emptied = true;
                 break;
             }
             ran += 1;
         }
         drop(guard);
+        let left = claimed - ran;
+        if !emptied && left > 0 && !is_timer {
+            if single_pass {
+                entity.defer(left);
+                self.deferred.push(Arc::clone(entity));
+            } else {
+                entity.unclaim(left, &self.mailbox_tx);
+            }
+        }
         if is_timer {
             self.shared.timers.ran_tick(entity);
         }
@@ -416,165 +379,23 @@ impl WorkerTask {
             Control::Add(waitable) => self.add(waitable),
             Control::Listen(listener) => self.listeners.push(listener),
             Control::Sweep => self.sweep(),
+            Control::WorkerDropped => {
+                self.orphaned = true;
+                self.sweep();
+            }
             Control::Shutdown => return true,
         }
-        false
+        self.is_done()
     }
 
-    /// Register a new entity for push, or hand it to the fallback waiter.
-    fn add(&mut self, waitable: Waitable) {
-        let kind = waitable.primitive().kind();
-        let push_capable = matches!(
-            kind,
-            RclPrimitiveKind::Subscription
-                | RclPrimitiveKind::Service
-                | RclPrimitiveKind::Client
-                | RclPrimitiveKind::GuardCondition
-        );
-        // Once a fallback waiter exists, guard conditions wake it instead, so it sees
-        // new entities and dropped ones.
-        if kind == RclPrimitiveKind::Timer {
-            self.add_timer(waitable);
-            return;
-        }
-        let to_fallback =
-            !push_capable || (kind == RclPrimitiveKind::GuardCondition && self.fallback.is_some());
-        if to_fallback {
-            self.to_fallback(waitable);
-            return;
-        }
-        let entity = Entity::new(waitable);
-        if kind == RclPrimitiveKind::Subscription && entity.name == "/clock" && self.gated {
-            // rclrs's time source subscribes to /clock on the node Worker (payload `()`).
-            // Serve it on the clock task instead, so a Worker blocked in a long callback
-            // cannot stop ROS time for everyone else.
-            let unit_payload = self.payload.as_ref().is_some_and(|p| (**p).is::<()>());
-            if unit_payload {
-                if let Some(waitable) = entity.into_waitable() {
-                    let clock_task = self.shared.clock_task(&self.context);
-                    let _ = clock_task.send(Control::Add(waitable));
-                }
-                return;
-            }
-        }
-        // Listed before registering: rcl reports the backlog from inside registration.
-        self.entities.push(Arc::clone(&entity));
-        let pushed = match entity.register(&self.mailbox_tx) {
-            Ok(pushed) => pushed,
-            Err(err) => {
-                log_error!(
-                    "rclrs_tokio_executor",
-                    "push registration of {} failed ({err}); using the fallback waiter",
-                    entity.name
-                );
-                false
-            }
-        };
-        if !pushed {
-            self.entities.retain(|e| !Arc::ptr_eq(e, &entity));
-            if let Some(waitable) = entity.into_waitable() {
-                self.to_fallback(waitable);
-            }
-        }
-    }
-
-    /// Hand a timer to the timer scheduler: it delivers ticks into this mailbox.
-    fn add_timer(&mut self, waitable: Waitable) {
-        let Some(timer) = RclTimer::of(waitable.primitive()) else {
-            self.to_fallback(waitable);
-            return;
-        };
-        let clock = waitable.primitive().timer_clock();
-        let entity = Entity::new(waitable);
-        self.entities.push(Arc::clone(&entity));
-        let scheduler = Arc::clone(&self.shared.timers);
-        let sim_time = Arc::new(AtomicBool::new(
-            clock
-                .as_ref()
-                .is_some_and(|c| c.is_ros_time_override_enabled()),
-        ));
-        // ROS time moves when /clock says so: rcl calls this on every change (and when
-        // sim time is switched on or off), after adjusting the timer itself.
-        let jump = clock
-            .as_ref()
-            .filter(|c| matches!(c.clock_type(), ClockType::RosTime))
-            .and_then(|clock| {
-                let scheduler = Arc::clone(&scheduler);
-                let sim_time = Arc::clone(&sim_time);
-                let on_jump = Arc::new(move |jump: &ClockJump| {
-                    match jump.clock_change {
-                        ClockChange::RosTimeActivated => sim_time.store(true, Ordering::Release),
-                        ClockChange::RosTimeDeactivated => sim_time.store(false, Ordering::Release),
-                        _ => {}
-                    }
-                    if !jump.before_jump {
-                        scheduler.wake();
-                    }
-                });
-                clock
-                    .add_jump_callback(JumpThreshold::any_change(), on_jump)
-                    .map_err(|err| {
-                        log_error!(
-                            "rclrs_tokio_executor",
-                            "cannot follow the ROS time of a timer ({err}); it will only \
-                             be re-evaluated when other timers or resets wake the scheduler"
-                        )
-                    })
-                    .ok()
-            });
-        let reset = {
-            let scheduler = Arc::clone(&scheduler);
-            let waitable = entity.waitable.lock().unwrap();
-            waitable.as_ref().and_then(|w| {
-                RclTimer::set_on_reset(w.primitive(), Box::new(move || scheduler.wake()))
-            })
-        };
-        entity.set_timer_parts(TimerParts {
-            scheduler: Arc::clone(&scheduler),
-            reset,
-            jump,
-        });
-        scheduler.add(&entity, timer, self.mailbox_tx.clone(), sim_time);
-    }
-
-    fn to_fallback(&mut self, waitable: Waitable) {
-        if let Some(fallback) = &self.fallback {
-            fallback.add(waitable);
-            return;
-        }
-        // First fallback primitive of this Worker: its guard conditions move into the
-        // fallback wait set (deregistering their push callbacks first).
-        let mut initial = vec![waitable];
-        let mut kept = Vec::with_capacity(self.entities.len());
-        for entity in self.entities.drain(..) {
-            if entity.kind == RclPrimitiveKind::GuardCondition {
-                initial.extend(entity.into_waitable());
-            } else {
-                kept.push(entity);
-            }
-        }
-        self.entities = kept;
-        let Some(guard_condition) = self.guard_condition.clone() else {
-            log_error!(
-                "rclrs_tokio_executor",
-                "the clock task got a primitive without a push path; it is dropped"
-            );
-            return;
-        };
-        match FallbackWaiter::start(
-            &self.context,
-            guard_condition,
-            self.mailbox_tx.clone(),
-            self.control_tx.clone(),
-            initial,
-        ) {
-            Ok(fallback) => self.fallback = Some(fallback),
-            Err(err) => log_error!(
-                "rclrs_tokio_executor",
-                "could not start the fallback waiter ({err}); primitives without a push \
-                 path (timers, events, actions) will not run on this Worker"
-            ),
-        }
+    /// The rclrs Worker is gone and nothing of it is in use any more (its own guard
+    /// condition aside, which this task itself holds).
+    fn is_done(&self) -> bool {
+        self.orphaned
+            && self
+                .entities
+                .iter()
+                .all(|e| e.kind == RclPrimitiveKind::GuardCondition)
     }
 
     /// Tear down every entity the user has dropped.
@@ -597,12 +418,17 @@ impl Drop for WorkerTask {
     fn drop(&mut self) {
         // Queued entities and loan requests go first, then the entities themselves
         // (each deregisters its callback before dropping its Waitable), then the
-        // fallback waiter.
+        // fallback waiter; last, the task leaves the executor's list.
+        if self.stash.take().is_some() {
+            self.mailbox.finished_one();
+        }
         self.mailbox.close_and_drain();
-        self.stash = None;
+        self.deferred.clear();
         for entity in self.entities.drain(..) {
             entity.teardown();
         }
         self.fallback = None;
+        self.shared.workers.remove(&self.entry);
+        self.shared.gate.progressed();
     }
 }

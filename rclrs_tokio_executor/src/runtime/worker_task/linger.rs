@@ -1,0 +1,120 @@
+//! Lingering: a Worker under a sustained stream watches its mailbox briefly before it
+//! parks its thread.
+//!
+//! When work arrives less than [`LINGER`] after the Worker last went idle (a sustained
+//! stream), the Worker watches its mailbox for up to [`LINGER`] before parking: the next
+//! message usually lands within that time, and catching it spares the publishing thread
+//! a wake-up syscall per message. Slower streams (10 kHz is 100 µs apart) never linger,
+//! so lingering costs no CPU there.
+//!
+//! Lingering only pays while it catches something. When the producer is on another
+//! process, or shares this thread's core, spinning steals the very CPU the producer
+//! needs; so after [`LINGER_MISSES`] lingers in a row caught nothing, the Worker stops
+//! lingering and probes again only once every [`LINGER_PROBE`] wake-ups. For the same
+//! reason at most one Worker fewer than the machine has cores lingers at a time, and a
+//! linger ends early when another task of the same thread becomes ready.
+
+use super::WorkerTask;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+pub(super) const LINGER: Duration = Duration::from_micros(30);
+const LINGER_MISSES: u32 = 2;
+const LINGER_PROBE: u32 = 64;
+
+/// How a linger ended.
+enum Linger {
+    /// A new item arrived: it is in the stash.
+    Caught,
+    /// Nothing arrived within [`LINGER`].
+    Missed,
+    /// Another task of this thread became ready; it must not wait for us.
+    OthersReady,
+}
+
+/// A Worker's lingering history.
+#[derive(Default)]
+pub(super) struct LingerState {
+    /// When the Worker last ran out of work.
+    idle_since: Option<Instant>,
+    /// Lingers in a row that caught nothing, and wake-ups since lingering paused.
+    misses: u32,
+    wakeups_without: u32,
+}
+
+impl LingerState {
+    /// Whether work that arrives at `now` continues a sustained stream.
+    pub(super) fn streaming(&self, now: Instant) -> bool {
+        self.idle_since
+            .is_some_and(|idle| now.duration_since(idle) < LINGER)
+    }
+
+    pub(super) fn went_idle(&mut self) {
+        self.idle_since = Some(Instant::now());
+    }
+
+    /// Whether lingering has paid lately (see [`LINGER_MISSES`]).
+    fn may_linger(&mut self) -> bool {
+        if self.misses < LINGER_MISSES {
+            return true;
+        }
+        self.wakeups_without += 1;
+        if self.wakeups_without >= LINGER_PROBE {
+            self.wakeups_without = 0;
+            return true;
+        }
+        false
+    }
+}
+
+impl WorkerTask {
+    /// Linger if it has paid lately and a core is free for it (see
+    /// `ExecutorShared::max_lingering`).
+    pub(super) fn maybe_linger(&mut self) {
+        if self.stash.is_some() || !self.linger.may_linger() {
+            return;
+        }
+        let lingering = &self.shared.lingering;
+        if lingering.fetch_add(1, Ordering::AcqRel) >= self.shared.max_lingering {
+            lingering.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+        let outcome = self.linger();
+        self.shared.lingering.fetch_sub(1, Ordering::AcqRel);
+        match outcome {
+            Linger::Caught => self.linger.misses = 0,
+            Linger::Missed => self.linger.misses += 1,
+            Linger::OthersReady => {}
+        }
+    }
+
+    /// Watch the mailbox for up to [`LINGER`]; a new item becomes the stash.
+    fn linger(&mut self) -> Linger {
+        // Other tasks of this thread (other Workers placed here) woken meanwhile wait in
+        // the runtime's injection queue: lingering would hold them up, so stop then.
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let others_ready = || {
+            runtime
+                .as_ref()
+                .is_some_and(|r| r.metrics().global_queue_depth() > 0)
+        };
+        let until = Instant::now() + LINGER;
+        loop {
+            // Reading the clock costs more than a look at the mailbox: look 32 times
+            // between readings.
+            for _ in 0..32 {
+                if let Some(item) = self.mailbox.try_recv() {
+                    self.stash = Some(item);
+                    return Linger::Caught;
+                }
+                std::hint::spin_loop();
+            }
+            if others_ready() {
+                return Linger::OthersReady;
+            }
+            if Instant::now() >= until {
+                return Linger::Missed;
+            }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! How a Worker task takes in a new Waitable: push registration for subscriptions,
+//! services, clients and guard conditions; the timer scheduler for timers; the clock
+//! task for rclrs's `/clock` subscriptions; the fallback waiter for the rest.
+
+use super::WorkerTask;
+use crate::ffi::RclTimer;
+use crate::runtime::{
+    entity::{Entity, TimerParts},
+    fallback_waiter::FallbackWaiter,
+    workers::Control,
+};
+use rclrs::{
+    log_error, ClockChange, ClockJump, ClockType, JumpThreshold, RclPrimitiveKind, Waitable,
+};
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
+
+impl WorkerTask {
+    /// Register a new entity for push, or hand it to the fallback waiter.
+    pub(super) fn add(&mut self, waitable: Waitable) {
+        let kind = waitable.primitive().kind();
+        let push_capable = matches!(
+            kind,
+            RclPrimitiveKind::Subscription
+                | RclPrimitiveKind::Service
+                | RclPrimitiveKind::Client
+                | RclPrimitiveKind::GuardCondition
+        );
+        // Once a fallback waiter exists, guard conditions wake it instead, so it sees
+        // new entities and dropped ones.
+        if kind == RclPrimitiveKind::Timer {
+            self.add_timer(waitable);
+            return;
+        }
+        let to_fallback =
+            !push_capable || (kind == RclPrimitiveKind::GuardCondition && self.fallback.is_some());
+        if to_fallback {
+            self.to_fallback(waitable);
+            return;
+        }
+        let entity = Entity::new(waitable);
+        if kind == RclPrimitiveKind::Subscription && entity.name == "/clock" && self.gated {
+            // rclrs's time source subscribes to /clock on the node Worker (payload `()`).
+            // Serve it on the clock task instead, so a Worker blocked in a long callback
+            // cannot stop ROS time for everyone else.
+            let unit_payload = self.payload.as_ref().is_some_and(|p| (**p).is::<()>());
+            if unit_payload {
+                if let Some(waitable) = entity.into_waitable() {
+                    let clock_task = self.shared.clock_task(&self.context);
+                    let _ = clock_task.send(Control::Add(waitable));
+                }
+                return;
+            }
+        }
+        // Listed before registering: rcl reports the backlog from inside registration.
+        self.entities.push(Arc::clone(&entity));
+        let pushed = match entity.register(&self.mailbox_tx) {
+            Ok(pushed) => pushed,
+            Err(err) => {
+                log_error!(
+                    "rclrs_tokio_executor",
+                    "push registration of {} failed ({err}); using the fallback waiter",
+                    entity.name
+                );
+                false
+            }
+        };
+        if !pushed {
+            self.entities.retain(|e| !Arc::ptr_eq(e, &entity));
+            if let Some(waitable) = entity.into_waitable() {
+                self.to_fallback(waitable);
+            }
+        }
+    }
+
+    /// Hand a timer to the timer scheduler: it delivers ticks into this mailbox.
+    fn add_timer(&mut self, waitable: Waitable) {
+        let Some(timer) = RclTimer::of(waitable.primitive()) else {
+            self.to_fallback(waitable);
+            return;
+        };
+        let clock = waitable.primitive().timer_clock();
+        let entity = Entity::new(waitable);
+        self.entities.push(Arc::clone(&entity));
+        let scheduler = Arc::clone(&self.shared.timers);
+        let sim_time = Arc::new(AtomicBool::new(
+            clock
+                .as_ref()
+                .is_some_and(|c| c.is_ros_time_override_enabled()),
+        ));
+        // ROS time moves when /clock says so: rcl calls this on every change (and when
+        // sim time is switched on or off), after adjusting the timer itself.
+        let jump = clock
+            .as_ref()
+            .filter(|c| matches!(c.clock_type(), ClockType::RosTime))
+            .and_then(|clock| {
+                let scheduler = Arc::clone(&scheduler);
+                let sim_time = Arc::clone(&sim_time);
+                let on_jump = Arc::new(move |jump: &ClockJump| {
+                    match jump.clock_change {
+                        ClockChange::RosTimeActivated => sim_time.store(true, Ordering::Release),
+                        ClockChange::RosTimeDeactivated => sim_time.store(false, Ordering::Release),
+                        _ => {}
+                    }
+                    if !jump.before_jump {
+                        scheduler.wake();
+                    }
+                });
+                clock
+                    .add_jump_callback(JumpThreshold::any_change(), on_jump)
+                    .map_err(|err| {
+                        log_error!(
+                            "rclrs_tokio_executor",
+                            "cannot follow the ROS time of a timer ({err}); it will only \
+                             be re-evaluated when other timers or resets wake the scheduler"
+                        )
+                    })
+                    .ok()
+            });
+        let reset = {
+            let scheduler = Arc::clone(&scheduler);
+            let waitable = entity.waitable.lock().unwrap();
+            waitable.as_ref().and_then(|w| {
+                RclTimer::set_on_reset(w.primitive(), Box::new(move || scheduler.wake()))
+            })
+        };
+        entity.set_timer_parts(TimerParts {
+            scheduler: Arc::clone(&scheduler),
+            reset,
+            jump,
+        });
+        scheduler.add(&entity, timer, self.mailbox_tx.clone(), sim_time);
+    }
+
+    fn to_fallback(&mut self, waitable: Waitable) {
+        if let Some(fallback) = &self.fallback {
+            fallback.add(waitable);
+            return;
+        }
+        // First fallback primitive of this Worker: its guard conditions move into the
+        // fallback wait set (deregistering their push callbacks first).
+        let mut initial = vec![waitable];
+        let mut kept = Vec::with_capacity(self.entities.len());
+        for entity in self.entities.drain(..) {
+            if entity.kind == RclPrimitiveKind::GuardCondition {
+                initial.extend(entity.into_waitable());
+            } else {
+                kept.push(entity);
+            }
+        }
+        self.entities = kept;
+        let Some(guard_condition) = self.guard_condition.clone() else {
+            log_error!(
+                "rclrs_tokio_executor",
+                "the clock task got a primitive without a push path; it is dropped"
+            );
+            return;
+        };
+        match FallbackWaiter::start(
+            &self.context,
+            guard_condition,
+            self.mailbox_tx.clone(),
+            self.control_tx.clone(),
+            initial,
+        ) {
+            Ok(fallback) => self.fallback = Some(fallback),
+            Err(err) => log_error!(
+                "rclrs_tokio_executor",
+                "could not start the fallback waiter ({err}); primitives without a push \
+                 path (timers, events, actions) will not run on this Worker"
+            ),
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The executor's list of its Worker tasks, and what it can tell them.
+//!
+//! Every Worker task (one per rclrs Worker, plus the ungated clock task) has an entry
+//! here while it runs: its control channel, so the executor can shut it down, and its
+//! mailbox counters, so `spin()` can take a [`Backlog`] snapshot, the items that were
+//! already waiting when it started. A task removes its own entry when it ends (its
+//! rclrs Worker and every entity on it are gone, or the executor shut down), so the
+//! list does not grow with Workers that come and go.
+
+use crate::runtime::mailbox::MailboxCounters;
+use rclrs::{Waitable, WeakActivityListener};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Bookkeeping for a Worker task, handled even while not spinning.
+pub(crate) enum Control {
+    Add(Waitable),
+    Listen(WeakActivityListener),
+    /// An rclrs guard condition fired where only the fallback waiter sees it: an entity
+    /// may have been dropped.
+    Sweep,
+    /// The rclrs Worker's channel was dropped: end the task once no entity of it is
+    /// still in use.
+    WorkerDropped,
+    /// The executor is being dropped: tear down and end the task.
+    Shutdown,
+}
+
+/// One Worker task, as the executor sees it.
+pub(crate) struct WorkerEntry {
+    /// Its callbacks wait for the spin gate (false only for the clock task).
+    pub(crate) gated: bool,
+    pub(crate) control: UnboundedSender<Control>,
+    pub(crate) mailbox: Arc<MailboxCounters>,
+}
+
+#[derive(Default)]
+pub(crate) struct WorkerList {
+    entries: Mutex<Vec<Arc<WorkerEntry>>>,
+}
+
+/// The gated Workers' mailbox positions when a spin started: the spin's backlog is
+/// processed once every one of them has finished every item sent before that moment.
+pub(crate) struct Backlog(Vec<(Arc<MailboxCounters>, u64)>);
+
+impl WorkerList {
+    pub(crate) fn add(&self, entry: Arc<WorkerEntry>) {
+        self.entries.lock().unwrap().push(entry);
+    }
+
+    pub(crate) fn remove(&self, entry: &Arc<WorkerEntry>) {
+        self.entries
+            .lock()
+            .unwrap()
+            .retain(|e| !Arc::ptr_eq(e, entry));
+    }
+
+    /// How many gated Workers run (the basic executor reports one `Timeout` per Worker).
+    pub(crate) fn gated_count(&self) -> usize {
+        self.entries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.gated)
+            .count()
+    }
+
+    /// What is waiting in the gated Workers' mailboxes right now.
+    pub(crate) fn backlog(&self) -> Backlog {
+        Backlog(
+            self.entries
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|e| e.gated && e.mailbox.sent() > e.mailbox.finished())
+                .map(|e| (Arc::clone(&e.mailbox), e.mailbox.sent()))
+                .collect(),
+        )
+    }
+
+    /// Tell every Worker task to tear down, and forget them.
+    pub(crate) fn shut_down_all(&self) {
+        for entry in self.entries.lock().unwrap().drain(..) {
+            let _ = entry.control.send(Control::Shutdown);
+        }
+    }
+}
+
+impl Backlog {
+    /// Every item of the snapshot is finished.
+    pub(crate) fn is_processed(&self) -> bool {
+        self.0
+            .iter()
+            .all(|(mailbox, sent)| mailbox.finished() >= *sent)
+    }
+
+    /// Items finished so far, summed over the snapshot's Workers (to see progress).
+    pub(crate) fn finished(&self) -> u64 {
+        self.0.iter().map(|(mailbox, _)| mailbox.finished()).sum()
+    }
+}

@@ -1,0 +1,347 @@
+//! The spin contract, run against the rclrs basic executor and the Tokio executor:
+//! timed spins keep their deadline (including the first spin on a fresh executor), and
+//! `spin_once` and zero timeouts run one pass with the basic executor's callback counts
+//! and error kinds. Cases that only the Tokio executor can promise (the basic executor
+//! panics or cannot be asked) are at the end.
+
+mod support;
+
+use rclrs::*;
+use rclrs_tokio_executor::{
+    is_runtime_not_driven_error, CreateTokioExecutor, TokioExecutorOptions,
+};
+use ros_env::std_msgs::msg::Int32;
+use std::sync::{
+    atomic::{AtomicBool, AtomicUsize, Ordering},
+    Arc,
+};
+use std::time::{Duration, Instant};
+use support::{unique, wait_matched};
+
+type MakeExecutor = fn(&Context) -> Executor;
+
+/// What a timed spin may overrun its timeout by, at most, in these tests. The bug this
+/// guards against overran by a second; a loaded 2-core CI machine can add milliseconds.
+const OVERRUN_BOUND: Duration = Duration::from_millis(60);
+
+/// The error kinds of a spin, for comparing executors.
+fn kinds(errors: &[RclrsError]) -> Vec<String> {
+    errors
+        .iter()
+        .map(|e| match e {
+            RclrsError::RclError { code, .. } => format!("{code:?}"),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+/// A node with a subscription holding `waiting` messages that have arrived but not run.
+struct Waiting {
+    executor: Executor,
+    ran: Arc<AtomicUsize>,
+    _node: Node,
+    _subscription: Subscription<Int32>,
+    _publisher: Publisher<Int32>,
+}
+
+fn with_waiting_messages(make: MakeExecutor, waiting: i32) -> Waiting {
+    let context = Context::default_from_env().unwrap();
+    let executor = make(&context);
+    let node = executor.create_node(unique("once").as_str()).unwrap();
+    let topic = unique("once_topic");
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let subscription = node
+        .create_subscription(topic.as_str().keep_last(100).reliable(), move |_: Int32| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    for data in 0..waiting {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    // Let them arrive (in one process, publishing delivers them; this is margin).
+    std::thread::sleep(Duration::from_millis(200));
+    Waiting {
+        executor,
+        ran,
+        _node: node,
+        _subscription: subscription,
+        _publisher: publisher,
+    }
+}
+
+fn spin_once_with_a_zero_timeout_runs_one_callback_and_times_out(make: MakeExecutor) {
+    let mut w = with_waiting_messages(make, 5);
+    let errors = w
+        .executor
+        .spin(SpinOptions::spin_once().timeout(Duration::ZERO));
+    assert_eq!(w.ran.load(Ordering::SeqCst), 1);
+    assert_eq!(kinds(&errors), ["Timeout"]);
+}
+
+fn spin_once_without_a_timeout_runs_one_callback(make: MakeExecutor) {
+    let mut w = with_waiting_messages(make, 5);
+    let errors = w.executor.spin(SpinOptions::spin_once());
+    assert_eq!(w.ran.load(Ordering::SeqCst), 1);
+    assert_eq!(kinds(&errors), Vec::<String>::new());
+}
+
+fn a_zero_timeout_spin_runs_one_pass_and_times_out(make: MakeExecutor) {
+    let mut w = with_waiting_messages(make, 5);
+    let errors = w
+        .executor
+        .spin(SpinOptions::default().timeout(Duration::ZERO));
+    assert_eq!(w.ran.load(Ordering::SeqCst), 1);
+    assert_eq!(kinds(&errors), ["Timeout"]);
+}
+
+fn an_idle_spin_once_waits_for_its_timeout(make: MakeExecutor) {
+    let mut w = with_waiting_messages(make, 0);
+    // What creating the node and its entities queued (a ready guard condition, for the
+    // basic executor's wait set) ends the first spin_once: let it go first.
+    let _ = w
+        .executor
+        .spin(SpinOptions::default().timeout(Duration::from_millis(1000)));
+    let start = Instant::now();
+    let errors = w
+        .executor
+        .spin(SpinOptions::spin_once().timeout(Duration::from_millis(300)));
+    let took = start.elapsed();
+    assert_eq!(w.ran.load(Ordering::SeqCst), 0);
+    assert_eq!(kinds(&errors), ["Timeout"]);
+    assert!(
+        took >= Duration::from_millis(300),
+        "returned after {took:?}"
+    );
+    assert!(
+        took < Duration::from_millis(300) + OVERRUN_BOUND,
+        "returned after {took:?}"
+    );
+}
+
+fn the_first_spin_once_on_a_fresh_executor_returns_after_the_setup_work(make: MakeExecutor) {
+    let mut w = with_waiting_messages(make, 0);
+    let start = Instant::now();
+    let errors = w
+        .executor
+        .spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_eq!(kinds(&errors), Vec::<String>::new());
+    assert_eq!(w.ran.load(Ordering::SeqCst), 0);
+    assert!(start.elapsed() < Duration::from_secs(2));
+}
+
+fn repeated_spin_once_drains_waiting_messages_one_at_a_time(make: MakeExecutor) {
+    let mut w = with_waiting_messages(make, 5);
+    for call in 1..=5 {
+        let errors = w
+            .executor
+            .spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+        assert_eq!(kinds(&errors), Vec::<String>::new(), "call {call}");
+        assert_eq!(w.ran.load(Ordering::SeqCst), call, "after call {call}");
+    }
+    let errors = w
+        .executor
+        .spin(SpinOptions::spin_once().timeout(Duration::ZERO));
+    assert_eq!(kinds(&errors), ["Timeout"]);
+    assert_eq!(w.ran.load(Ordering::SeqCst), 5);
+}
+
+fn the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline(make: MakeExecutor) {
+    // A fresh executor each time: node creation queues work the first spin must not
+    // wait for beyond its deadline.
+    for attempt in 0..5 {
+        let context = Context::default_from_env().unwrap();
+        let mut executor = make(&context);
+        let node = executor.create_node(unique("fresh").as_str()).unwrap();
+        let _sub = node
+            .create_subscription(unique("fresh_topic").as_str(), |_: Int32| {})
+            .unwrap();
+        let start = Instant::now();
+        let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(10)));
+        let took = start.elapsed();
+        assert_eq!(kinds(&errors), ["Timeout"], "attempt {attempt}");
+        assert!(
+            took < Duration::from_millis(10) + OVERRUN_BOUND,
+            "attempt {attempt}: a 10 ms spin took {took:?}"
+        );
+    }
+}
+
+/// 1,000 timed spins of 0 to 50 ms, a new executor every 50 spins, with or without a
+/// stream arriving; returns the overruns.
+fn timed_spins_with_churn(make: MakeExecutor, traffic: bool) -> Vec<Duration> {
+    let mut overruns = Vec::with_capacity(1000);
+    for round in 0..20 {
+        let context = Context::default_from_env().unwrap();
+        let mut executor = make(&context);
+        let node = executor.create_node(unique("timed").as_str()).unwrap();
+        let topic = unique("timed_topic");
+        let _sub = node
+            .create_subscription(topic.as_str().keep_last(10), |_: Int32| {})
+            .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let publishing = traffic.then(|| {
+            let publisher = node
+                .create_publisher::<Int32>(topic.as_str().keep_last(10))
+                .unwrap();
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut data = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = publisher.publish(Int32 { data });
+                    data += 1;
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+            })
+        });
+        for spin in 0..50u64 {
+            let timeout = Duration::from_millis((spin * 13 + round) % 51);
+            let start = Instant::now();
+            let errors = executor.spin(SpinOptions::default().timeout(timeout));
+            overruns.push(start.elapsed().saturating_sub(timeout));
+            assert_eq!(kinds(&errors), ["Timeout"]);
+        }
+        stop.store(true, Ordering::Relaxed);
+        if let Some(publishing) = publishing {
+            publishing.join().unwrap();
+        }
+    }
+    overruns
+}
+
+fn report_overruns(what: &str, mut overruns: Vec<Duration>) {
+    overruns.sort();
+    let median = overruns[overruns.len() / 2];
+    let max = *overruns.last().unwrap();
+    println!(
+        "{what}: {} timed spins, overrun median {median:?}, p99 {:?}, max {max:?}",
+        overruns.len(),
+        overruns[overruns.len() * 99 / 100]
+    );
+    assert!(
+        max < OVERRUN_BOUND,
+        "{what}: a timed spin overran by {max:?}"
+    );
+}
+
+fn timed_spins_keep_their_deadline_while_idle(make: MakeExecutor) {
+    report_overruns("idle", timed_spins_with_churn(make, false));
+}
+
+fn timed_spins_keep_their_deadline_under_traffic(make: MakeExecutor) {
+    report_overruns("2 kHz stream", timed_spins_with_churn(make, true));
+}
+
+fn a_timeout_too_large_for_rcl_is_refused(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let _node = executor.create_node(unique("huge").as_str()).unwrap();
+    let start = Instant::now();
+    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_secs(u64::MAX / 4)));
+    assert_eq!(kinds(&errors), ["InvalidArgument"]);
+    assert!(start.elapsed() < Duration::from_secs(2));
+}
+
+macro_rules! suite {
+    ($module:ident, $make:expr) => {
+        mod $module {
+            use super::*;
+            const MAKE: MakeExecutor = $make;
+
+            #[test]
+            fn spin_once_with_a_zero_timeout_runs_one_callback_and_times_out() {
+                super::spin_once_with_a_zero_timeout_runs_one_callback_and_times_out(MAKE)
+            }
+            #[test]
+            fn spin_once_without_a_timeout_runs_one_callback() {
+                super::spin_once_without_a_timeout_runs_one_callback(MAKE)
+            }
+            #[test]
+            fn a_zero_timeout_spin_runs_one_pass_and_times_out() {
+                super::a_zero_timeout_spin_runs_one_pass_and_times_out(MAKE)
+            }
+            #[test]
+            fn an_idle_spin_once_waits_for_its_timeout() {
+                super::an_idle_spin_once_waits_for_its_timeout(MAKE)
+            }
+            #[test]
+            fn repeated_spin_once_drains_waiting_messages_one_at_a_time() {
+                super::repeated_spin_once_drains_waiting_messages_one_at_a_time(MAKE)
+            }
+            #[test]
+            fn the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline() {
+                super::the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline(MAKE)
+            }
+            #[test]
+            fn timed_spins_keep_their_deadline_while_idle() {
+                super::timed_spins_keep_their_deadline_while_idle(MAKE)
+            }
+            #[test]
+            fn timed_spins_keep_their_deadline_under_traffic() {
+                super::timed_spins_keep_their_deadline_under_traffic(MAKE)
+            }
+            #[test]
+            fn a_timeout_too_large_for_rcl_is_refused() {
+                super::a_timeout_too_large_for_rcl_is_refused(MAKE)
+            }
+        }
+    };
+}
+
+suite!(basic, |context| context.create_basic_executor());
+suite!(tokio, |context| context.create_tokio_executor());
+
+// Only the Tokio executor: the basic executor panics on `Instant + Duration::MAX`, and
+// has no runtime handle to get wrong.
+
+#[test]
+fn tokio_an_unbounded_timeout_is_refused_not_a_silent_no_op() {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context.create_tokio_executor();
+    let _node = executor.create_node(unique("max").as_str()).unwrap();
+    for options in [
+        SpinOptions::default().timeout(Duration::MAX),
+        SpinOptions::spin_once().timeout(Duration::MAX),
+    ] {
+        let start = Instant::now();
+        let errors = executor.spin(options);
+        assert_eq!(kinds(&errors), ["InvalidArgument"]);
+        assert!(start.elapsed() < Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn tokio_a_runtime_handle_nobody_drives_is_reported() {
+    let idle = ::tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context
+        .create_tokio_executor_with(
+            TokioExecutorOptions::new().runtime_handle(idle.handle().clone()),
+        )
+        .unwrap();
+    let _node = executor.create_node(unique("undriven").as_str()).unwrap();
+
+    // A timed spin still ends at its deadline.
+    let start = Instant::now();
+    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
+    let took = start.elapsed();
+    assert_eq!(kinds(&errors), ["Timeout"]);
+    assert!(
+        took < Duration::from_millis(200) + OVERRUN_BOUND,
+        "took {took:?}"
+    );
+
+    // An unbounded one reports the runtime instead of waiting for ever.
+    let start = Instant::now();
+    let errors = executor.spin(SpinOptions::default());
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(is_runtime_not_driven_error(&errors[0]), "{errors:?}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
