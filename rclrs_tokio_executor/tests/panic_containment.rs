@@ -252,3 +252,58 @@ fn a_client_keeps_working_after_its_response_callback_panicked() {
     assert_eq!(answered.load(Ordering::SeqCst), 3);
     assert_eq!(stats.callback_panics(), 1);
 }
+
+/// An action server whose goal callback panics on one goal, and whose goal task panics
+/// on another, still accepts and completes the next goal.
+#[test]
+fn an_action_server_completes_goals_after_its_callbacks_panicked() {
+    use ros_env::test_msgs::action::{Fibonacci, Fibonacci_Goal, Fibonacci_Result};
+
+    let (mut executor, stats) = executor_with_stats();
+    let node = executor
+        .create_node(unique("panic_action").as_str())
+        .unwrap();
+    let name = unique("panic_fibonacci");
+    let _server = node
+        .create_action_server::<Fibonacci, _>(
+            name.as_str(),
+            |requested: RequestedGoal<Fibonacci>| {
+                let order = requested.goal().order;
+                if order == 0 {
+                    panic!("deliberate panic while a goal is requested");
+                }
+                let executing = requested.accept().execute();
+                async move {
+                    if order == 1 {
+                        panic!("deliberate panic in a goal's task");
+                    }
+                    executing.succeeded_with(Fibonacci_Result {
+                        sequence: (0..order).collect(),
+                    })
+                }
+            },
+        )
+        .unwrap();
+    let client = node
+        .create_action_client::<Fibonacci>(name.as_str())
+        .unwrap();
+    let ready = client.notify_on_server_ready();
+    spin_until(&mut executor, ready);
+
+    // Neither is ever answered with a result: one panicked before it was accepted, the
+    // other's task panicked.
+    let _unanswered = client.request_goal(Fibonacci_Goal { order: 0 });
+    let _abandoned = client.request_goal(Fibonacci_Goal { order: 1 });
+    let requested = client.request_goal(Fibonacci_Goal { order: 5 });
+    let (tx, rx) = oneshot::channel();
+    let _ = executor.commands().run(async move {
+        let goal = requested.await.expect("the goal was accepted");
+        let _ = tx.send(goal.result.await);
+    });
+    let (mut finished, notice) = executor.commands().create_notice(rx);
+    spin_until(&mut executor, notice);
+    let (status, result) = finished.try_recv().unwrap().expect("a result");
+    assert_eq!(status, GoalStatusCode::Succeeded);
+    assert_eq!(result.sequence, vec![0, 1, 2, 3, 4]);
+    assert_eq!(stats.callback_panics(), 2, "{:?}", stats.panics_by_entity());
+}

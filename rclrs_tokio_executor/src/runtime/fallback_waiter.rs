@@ -15,6 +15,10 @@
 //!   the payload. The waiter runs the ready primitives with it and hands it back, and
 //!   the task counts the whole loan as one callback in flight.
 //!
+//! A primitive whose callback panics is contained like a push-driven one: the panic is
+//! counted in the executor's stats (the first one per waiter is logged) and the waiter
+//! keeps waiting.
+//!
 //! So fallback primitives keep every guarantee of push-driven ones: FIFO with the
 //! Worker's other callbacks, mutually exclusive with them, and only while spinning.
 //! While the executor is not spinning the waiter blocks on the loan, not on a timer, so
@@ -23,9 +27,15 @@
 use crate::ffi;
 use crate::runtime::{
     mailbox::{LentPayload, MailItem, MailboxSender, PayloadLoan},
+    panics::log_panic,
     workers::Control,
 };
-use rclrs::{log_error, Context, GuardCondition, RclPrimitiveKind, RclrsError, WaitSet, Waitable};
+use crate::stats::ExecutorStats;
+use rclrs::{
+    log_error, Context, GuardCondition, RclPrimitive, RclPrimitiveKind, RclrsError, ReadyKind,
+    WaitSet, Waitable,
+};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{
     atomic::{AtomicBool, Ordering},
     mpsc, Arc,
@@ -44,6 +54,7 @@ impl FallbackWaiter {
         guard_condition: Arc<GuardCondition>,
         mailbox: MailboxSender,
         control: UnboundedSender<Control>,
+        stats: ExecutorStats,
         initial: Vec<Waitable>,
     ) -> Result<Self, RclrsError> {
         let mut wait_set = WaitSet::new(context)?;
@@ -53,7 +64,17 @@ impl FallbackWaiter {
         let thread_stop = Arc::clone(&stop);
         std::thread::Builder::new()
             .name("rclrs-tokio-fallback".into())
-            .spawn(move || run(wait_set, incoming, thread_stop, mailbox, control))
+            .spawn(move || {
+                let waiter = Waiter {
+                    incoming,
+                    stop: thread_stop,
+                    mailbox,
+                    control,
+                    stats,
+                    logged_a_panic: false,
+                };
+                waiter.run(wait_set)
+            })
             .map_err(|err| {
                 log_error!(
                     "rclrs_tokio_executor",
@@ -85,52 +106,91 @@ impl Drop for FallbackWaiter {
     }
 }
 
-fn run(
-    mut wait_set: WaitSet,
+/// What the waiter's thread owns besides its wait set.
+struct Waiter {
     incoming: mpsc::Receiver<Waitable>,
     stop: Arc<AtomicBool>,
     mailbox: MailboxSender,
     control: UnboundedSender<Control>,
-) {
-    while !stop.load(Ordering::SeqCst) {
-        let added: Vec<Waitable> = incoming.try_iter().collect();
-        if !added.is_empty() {
-            if let Err(err) = wait_set.add(added) {
-                log_error!("rclrs_tokio_executor", "fallback waiter cannot add: {err}");
-            }
-        }
-        let mut loan: Option<LentPayload> = None;
-        let mut gone = false;
-        let result = wait_set.wait(None, |ready, primitive| {
-            if primitive.kind() == RclPrimitiveKind::GuardCondition {
-                // A Worker's guard condition (an entity may be gone) or rcl's graph
-                // guard condition (its rclrs callback wakes graph queries).
-                if let Err(err) = ffi::execute_guard_condition(primitive, ready) {
-                    log_error!("rclrs_tokio_executor", "guard condition failed: {err}");
-                }
-                let _ = control.send(Control::Sweep);
-                return Ok(());
-            }
-            if loan.is_none() && !gone {
-                loan = borrow_payload(&mailbox);
-                gone = loan.is_none();
-            }
-            if let Some(lent) = loan.as_mut() {
-                if let Err(err) = ffi::execute_primitive(primitive, ready, lent.payload_mut()) {
-                    log_error!("rclrs_tokio_executor", "fallback primitive failed: {err}");
+    stats: ExecutorStats,
+    logged_a_panic: bool,
+}
+
+impl Waiter {
+    fn run(mut self, mut wait_set: WaitSet) {
+        while !self.stop.load(Ordering::SeqCst) {
+            let added: Vec<Waitable> = self.incoming.try_iter().collect();
+            if !added.is_empty() {
+                if let Err(err) = wait_set.add(added) {
+                    log_error!("rclrs_tokio_executor", "fallback waiter cannot add: {err}");
                 }
             }
-            Ok(())
-        });
-        // Hand the payload back before waiting again.
-        drop(loan);
-        if let Err(err) = result {
-            log_error!("rclrs_tokio_executor", "fallback wait failed: {err}");
-            return;
+            let mut loan: Option<LentPayload> = None;
+            let mut gone = false;
+            let result = wait_set.wait(None, |ready, primitive| {
+                if primitive.kind() == RclPrimitiveKind::GuardCondition {
+                    // A Worker's guard condition (an entity may be gone) or rcl's graph
+                    // guard condition (its rclrs callback wakes graph queries).
+                    if let Err(err) = ffi::execute_guard_condition(primitive, ready) {
+                        log_error!("rclrs_tokio_executor", "guard condition failed: {err}");
+                    }
+                    let _ = self.control.send(Control::Sweep);
+                    return Ok(());
+                }
+                if loan.is_none() && !gone {
+                    loan = borrow_payload(&self.mailbox);
+                    gone = loan.is_none();
+                }
+                if let Some(lent) = loan.as_mut() {
+                    self.execute(primitive, ready, lent);
+                }
+                Ok(())
+            });
+            // Hand the payload back before waiting again.
+            drop(loan);
+            if let Err(err) = result {
+                log_error!("rclrs_tokio_executor", "fallback wait failed: {err}");
+                return;
+            }
+            if gone {
+                // The Worker task is gone: the executor was dropped.
+                return;
+            }
         }
-        if gone {
-            // The Worker task is gone: the executor was dropped.
-            return;
+    }
+
+    /// Run one ready primitive, containing a panic of its callback.
+    fn execute(
+        &mut self,
+        primitive: &mut dyn RclPrimitive,
+        ready: ReadyKind,
+        lent: &mut LentPayload,
+    ) {
+        let kind = primitive.kind();
+        let ran = catch_unwind(AssertUnwindSafe(|| {
+            ffi::execute_primitive(primitive, ready, lent.payload_mut())
+        }));
+        match ran {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => log_error!("rclrs_tokio_executor", "fallback primitive failed: {err}"),
+            Err(panic) => {
+                let entity = match kind {
+                    RclPrimitiveKind::ActionServer => "<action server>",
+                    RclPrimitiveKind::ActionClient => "<action client>",
+                    RclPrimitiveKind::Event => "<QoS event>",
+                    _ => "<fallback primitive>",
+                };
+                self.stats.record_panic(entity);
+                if !std::mem::replace(&mut self.logged_a_panic, true) {
+                    log_panic(
+                        &format!(
+                            "the callback of {entity} (further panics on this Worker's \
+                             fallback waiter are counted in ExecutorStats, not logged)"
+                        ),
+                        panic.as_ref(),
+                    );
+                }
+            }
         }
     }
 }

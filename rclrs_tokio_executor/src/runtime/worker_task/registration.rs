@@ -163,6 +163,7 @@ impl WorkerTask {
             guard_condition,
             self.mailbox_tx.clone(),
             self.control_tx.clone(),
+            self.shared.stats.clone(),
             initial,
         ) {
             Ok(fallback) => self.fallback = Some(fallback),
