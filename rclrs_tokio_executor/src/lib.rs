@@ -10,7 +10,7 @@
 //! let context = Context::default_from_env().unwrap();
 //! let mut executor = context.create_tokio_executor();
 //! let node = executor.create_node("listener").unwrap();
-//! //! executor.spin(SpinOptions::default());
+//! executor.spin(SpinOptions::default());
 //! ```
 //!
 //! # How it works
@@ -28,10 +28,23 @@
 //! It behaves like the rclrs basic executor:
 //! - callbacks run only while `spin()` (or `spin_async`) is active, and `spin()` returns
 //!   only after callbacks in flight have finished;
-//! - `SpinOptions` mean the same: spin-once, timeout (reported as
-//!   `RclReturnCode::Timeout`), until a promise resolves, and `halt_spinning`;
-//! - a panicking callback is contained and logged with its topic or service name, and
-//!   its Worker keeps serving.
+//! - `SpinOptions` mean the same: until a promise resolves, `halt_spinning`, a timeout
+//!   (reported as one `RclReturnCode::Timeout`, and kept to well under a millisecond
+//!   whatever was queued when the spin began), and spin-once: `spin_once()` or a zero
+//!   timeout makes one pass in which each entity with work waiting runs its callback
+//!   once;
+//! - a timeout that does not fit after `Instant::now()` is refused with
+//!   `RclReturnCode::InvalidArgument`.
+//!
+//! Beyond it:
+//! - a panicking callback is contained: the entity keeps being served, the first panic
+//!   of each entity is logged with its topic or service name, and every one is counted
+//!   in [`ExecutorStats`];
+//! - dropping the executor waits for the callbacks already running, and none starts
+//!   after the drop returns;
+//! - with [`TokioExecutorOptions::runtime_handle`], a runtime that does not run the
+//!   executor's tasks ends a spin with the error recognised by
+//!   [`is_runtime_not_driven_error`] instead of hanging.
 //!
 //! # Timers and ROS time
 //!
