@@ -16,7 +16,7 @@ use std::sync::{
     Arc,
 };
 use std::time::{Duration, Instant};
-use support::{unique, wait_matched};
+use support::{tokio_executor_on, unique, wait_matched};
 
 type MakeExecutor = fn(&Context) -> Executor;
 
@@ -320,12 +320,7 @@ fn tokio_a_runtime_handle_nobody_drives_is_reported() {
         .enable_all()
         .build()
         .unwrap();
-    let context = Context::default_from_env().unwrap();
-    let mut executor = context
-        .create_tokio_executor_with(
-            TokioExecutorOptions::new().runtime_handle(idle.handle().clone()),
-        )
-        .unwrap();
+    let mut executor = tokio_executor_on(idle.handle());
     let _node = executor.create_node(unique("undriven").as_str()).unwrap();
 
     // A timed spin still ends at its deadline.

@@ -14,7 +14,7 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-use support::unique;
+use support::{tokio_executor_on, unique};
 
 /// Resolves the returned promise on the `n`th call of the returned closure.
 fn after_n_calls(n: usize) -> (impl Fn() + Send + Sync + Clone + 'static, Promise<()>) {
@@ -120,12 +120,7 @@ fn it_runs_on_a_runtime_the_user_passes_in() {
         .enable_all()
         .build()
         .unwrap();
-    let context = Context::default_from_env().unwrap();
-    let mut executor = context
-        .create_tokio_executor_with(
-            TokioExecutorOptions::new().runtime_handle(runtime.handle().clone()),
-        )
-        .unwrap();
+    let mut executor = tokio_executor_on(runtime.handle());
     let node = executor
         .create_node(unique("user_runtime").as_str())
         .unwrap();

@@ -4,7 +4,8 @@
 pub mod capture_runtime;
 pub mod ffi;
 
-use rclrs::{Publisher, RclrsError};
+use rclrs::{Context, Executor, Publisher, RclrsError};
+use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -30,4 +31,12 @@ pub fn wait_matched<T: rclrs::MessageIDL>(publisher: &Publisher<T>, subscription
         assert!(Instant::now() < deadline, "subscriptions never matched");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// A Tokio executor on a fresh context that runs on the user's runtime `handle`.
+pub fn tokio_executor_on(handle: &::tokio::runtime::Handle) -> Executor {
+    Context::default_from_env()
+        .unwrap()
+        .create_tokio_executor_with(TokioExecutorOptions::new().runtime_handle(handle.clone()))
+        .unwrap()
 }
