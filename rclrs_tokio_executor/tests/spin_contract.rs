@@ -106,11 +106,19 @@ fn an_idle_spin_once_waits_for_its_timeout(make: MakeExecutor) {
     let _ = w
         .executor
         .spin(SpinOptions::default().timeout(Duration::from_millis(1000)));
-    let start = Instant::now();
-    let errors = w
-        .executor
-        .spin(SpinOptions::spin_once().timeout(Duration::from_millis(300)));
-    let took = start.elapsed();
+    // Other tests of this process create and drop nodes meanwhile; a graph change is a
+    // unit of work for the basic executor's wait set (its graph guard condition), so an
+    // early return with nothing run is retried.
+    let (errors, took) = (0..10)
+        .map(|_| {
+            let start = Instant::now();
+            let errors = w
+                .executor
+                .spin(SpinOptions::spin_once().timeout(Duration::from_millis(300)));
+            (errors, start.elapsed())
+        })
+        .find(|(errors, _)| !errors.is_empty())
+        .expect("ten idle spin_once calls all returned early without a timeout");
     assert_eq!(w.ran.load(Ordering::SeqCst), 0);
     assert_eq!(kinds(&errors), ["Timeout"]);
     assert!(
