@@ -40,6 +40,9 @@
 //! - a panicking callback is contained: the entity keeps being served, the first panic
 //!   of each entity is logged with its topic or service name, and every one is counted
 //!   in [`ExecutorStats`];
+//! - per Worker, [`ExecutorStats::workers`] tells its backlog, the age of its oldest
+//!   pending item, callbacks run, empty takes, panics, busy time and lingers, and
+//!   [`ExecutorStats::publish_on`] publishes them on a ROS topic;
 //! - dropping the executor waits for the callbacks already running, and none starts
 //!   after the drop returns;
 //! - with [`TokioExecutorOptions::runtime_handle`], a runtime that does not run the
@@ -82,7 +85,7 @@ pub use crate::error::{
 pub use crate::options::TokioExecutorOptions;
 pub use crate::runtime::TokioExecutorRuntime;
 pub use crate::sim_clock::{sleep_for, sleep_until, RosSleep, SleepError};
-pub use crate::stats::ExecutorStats;
+pub use crate::stats::{ExecutorStats, StatsPublication, WorkerStats};
 
 use rclrs::{Context, Executor};
 

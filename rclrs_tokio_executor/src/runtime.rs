@@ -9,7 +9,8 @@
 //!   exclusive while different Workers run in parallel.
 //! - [`entity`]: a push-registered entity and its coalescing counters: at most one
 //!   mailbox item per entity, plus a count of arrivals.
-//! - [`mailbox`]: the lock-free queue between push callbacks and a Worker task.
+//! - [`mailbox`]: the lock-free queue between push callbacks and a Worker task,
+//!   counted in the Worker's counters (`crate::stats`), which `spin()` and users read.
 //! - [`workers`]: the executor's list of Worker tasks, and the control messages they
 //!   take.
 //! - [`spin_gate`]: callbacks run only while `spin()` is active, and `spin()` returns

@@ -1,10 +1,21 @@
-//! What an executor counts about itself, readable while it runs.
+//! What an executor counts about itself, readable while it runs: contained panics, and
+//! per Worker its backlog, how old its oldest pending item is, and where its time goes.
+//!
+//! Submodules: [`worker_counters`] (the counters one Worker task keeps) and
+//! [`publication`] (publishing them on a ROS topic).
+
+mod publication;
+pub(crate) mod worker_counters;
+
+pub use publication::StatsPublication;
 
 use std::collections::BTreeMap;
 use std::sync::{
     atomic::{AtomicU64, Ordering},
-    Arc, Mutex,
+    Arc, Mutex, Weak,
 };
+use std::time::Duration;
+use worker_counters::WorkerCounters;
 
 /// A live view of an executor's counters. Cheap to clone; every clone reads the same
 /// executor. Get one from [`TokioExecutorRuntime::stats`](crate::TokioExecutorRuntime::stats)
@@ -34,6 +45,39 @@ struct Counters {
     panics: AtomicU64,
     /// Panics per entity (topic or service name; `<timer>`, `a payload task`, ...).
     panics_by_entity: Mutex<BTreeMap<String, u64>>,
+    /// The Worker tasks' counters; a task's entry dies with it.
+    workers: Mutex<Vec<Weak<WorkerCounters>>>,
+    next_worker: AtomicU64,
+}
+
+/// One Worker at one moment, from [`ExecutorStats::workers`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerStats {
+    /// Numbers Workers in creation order, within the executor.
+    pub id: u64,
+    /// Topic and service names of the Worker's subscriptions, services and clients, and
+    /// `<timer>` for each timer. The executor's clock task, which serves `/clock`
+    /// between spins, is a Worker too.
+    pub entities: Vec<String>,
+    /// Mailbox items queued or running: an entity with arrivals (at most one item per
+    /// entity, however many messages), a timer tick, a payload task.
+    pub pending: u64,
+    /// How long the oldest pending item has waited (a lower bound when more than 128
+    /// items are pending); `None` when nothing is pending.
+    pub oldest_pending: Option<Duration>,
+    /// Callbacks run: messages, requests, responses, timer fires and payload tasks.
+    pub callbacks: u64,
+    /// Takes that found rmw's queue empty (the arrival was already taken by an earlier
+    /// drain of the same entity).
+    pub empty_takes: u64,
+    /// Callbacks of this Worker that panicked (and were contained).
+    pub panics: u64,
+    /// Time spent running callbacks, takes included.
+    pub busy: Duration,
+    /// Times the Worker watched its mailbox briefly under a sustained stream instead
+    /// of parking (see the README's "How it works").
+    pub lingers: u64,
 }
 
 impl ExecutorStats {
@@ -46,14 +90,57 @@ impl ExecutorStats {
     /// The same count per entity: its topic or service name (`<timer>` for timers, `an
     /// async task`, `a payload task` for work without an entity), in name order.
     pub fn panics_by_entity(&self) -> Vec<(String, u64)> {
-        let by_entity = self.inner.panics_by_entity.lock().unwrap();
+        let by_entity = self
+            .inner
+            .panics_by_entity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         by_entity.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
+
+    /// Every Worker task running now, in creation order.
+    ///
+    /// ```no_run
+    /// # use rclrs::*;
+    /// # use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
+    /// # let context = Context::default_from_env().unwrap();
+    /// # let (mut executor, stats) = context
+    /// #     .create_tokio_executor_with_stats(TokioExecutorOptions::new())
+    /// #     .unwrap();
+    /// for worker in stats.workers() {
+    ///     if let Some(age) = worker.oldest_pending.filter(|age| age.as_millis() > 100) {
+    ///         println!("{:?} is {age:?} behind", worker.entities);
+    ///     }
+    /// }
+    /// ```
+    pub fn workers(&self) -> Vec<WorkerStats> {
+        let mut workers = self.inner.workers.lock().unwrap_or_else(|e| e.into_inner());
+        workers.retain(|w| w.strong_count() > 0);
+        workers
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|w| w.snapshot())
+            .collect()
+    }
+
+    /// Counters for a new Worker task.
+    pub(crate) fn new_worker(&self) -> Arc<WorkerCounters> {
+        let id = self.inner.next_worker.fetch_add(1, Ordering::Relaxed);
+        let counters = Arc::new(WorkerCounters::new(id));
+        let mut workers = self.inner.workers.lock().unwrap_or_else(|e| e.into_inner());
+        workers.retain(|w| w.strong_count() > 0);
+        workers.push(Arc::downgrade(&counters));
+        counters
     }
 
     /// Count one contained panic of `entity`.
     pub(crate) fn record_panic(&self, entity: &str) {
         self.inner.panics.fetch_add(1, Ordering::Relaxed);
-        let mut by_entity = self.inner.panics_by_entity.lock().unwrap();
+        let mut by_entity = self
+            .inner
+            .panics_by_entity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         *by_entity.entry(entity.to_string()).or_default() += 1;
     }
 }

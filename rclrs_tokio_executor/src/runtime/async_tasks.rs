@@ -48,7 +48,7 @@ pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'sta
                 // The gate closed since we woke: wait for it to open again.
                 None => Poll::Ready(false),
                 Some(flight) => match poll_contained(&mut task, cx, &shared, None) {
-                    Poll::Ready(()) => {
+                    Poll::Ready(_) => {
                         flight.finish_with_work();
                         Poll::Ready(true)
                     }
@@ -64,15 +64,15 @@ pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'sta
 }
 
 /// Poll a task, containing a panic: a panicking task is counted (for `entity`, when it
-/// is a callback's future) and logged, and counts as finished.
+/// is a callback's future) and logged, and counts as finished (`Ready(true)`).
 fn poll_contained(
     task: &mut BoxFuture<'static, ()>,
     cx: &mut Context<'_>,
     shared: &ExecutorShared,
     entity: Option<&Entity>,
-) -> Poll<()> {
+) -> Poll<bool> {
     match catch_unwind(AssertUnwindSafe(|| task.as_mut().poll(cx))) {
-        Ok(poll) => poll,
+        Ok(poll) => poll.map(|()| false),
         Err(panic) => {
             match entity {
                 Some(entity) => entity.contain_panic(&shared.stats, &*panic),
@@ -81,7 +81,7 @@ fn poll_contained(
                     log_panic("an async task", &*panic);
                 }
             }
-            Poll::Ready(())
+            Poll::Ready(true)
         }
     }
 }
@@ -103,21 +103,25 @@ impl InlineScope {
 
     /// Poll each collected future once; spawn those still pending. The caller holds an
     /// in-flight token of the spin gate, so these polls are inside the gate too. A panic
-    /// in a first poll is `entity`'s (the futures are its callback's).
-    pub(crate) fn finish(mut self, shared: &Arc<ExecutorShared>, entity: Option<&Entity>) {
+    /// in a first poll is `entity`'s (the futures are its callback's). Returns how many
+    /// first polls panicked.
+    pub(crate) fn finish(mut self, shared: &Arc<ExecutorShared>, entity: Option<&Entity>) -> u64 {
         self.active = false;
         let collected = INLINE
             .with(|inline| std::mem::replace(&mut *inline.borrow_mut(), self.previous.take()));
-        let Some(collected) = collected else { return };
+        let Some(collected) = collected else { return 0 };
         let waker = futures::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
+        let mut panics = 0;
         for mut task in collected {
-            if poll_contained(&mut task, &mut cx, shared, entity).is_pending() {
+            match poll_contained(&mut task, &mut cx, shared, entity) {
+                Poll::Ready(panicked) => panics += u64::from(panicked),
                 // The spawned task polls it again right away with a real waker, so a
                 // wake-up registered with the no-op waker cannot be lost.
-                spawn_gated(shared, task);
+                Poll::Pending => spawn_gated(shared, task),
             }
         }
+        panics
     }
 }
 

@@ -6,16 +6,16 @@
 //! that are not coalesced, exactly as many as the user sends.
 //!
 //! Each mailbox counts the items sent into it and the items its Worker has finished
-//! with ([`MailboxCounters`]): `spin()` reads them to tell which work was already
-//! waiting when it started, which a zero or short timeout must still process.
+//! with (ran them, deferred them to a later pass, or dropped them at teardown), in the
+//! Worker's [`WorkerCounters`]: `spin()` reads them to tell which work was already
+//! waiting when it started, which a zero or short timeout must still process, and
+//! users read them as the Worker's backlog.
 
 use crate::runtime::entity::Entity;
+use crate::stats::worker_counters::WorkerCounters;
 use rclrs::PayloadTask;
 use std::any::Any;
-use std::sync::{
-    atomic::{AtomicU64, Ordering},
-    Arc,
-};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 /// One unit of work for a Worker's task. Entities and payload tasks are callbacks and
@@ -76,52 +76,31 @@ impl Drop for LentPayload {
     }
 }
 
-/// How many items a mailbox took in, and how many its Worker is done with (ran them,
-/// deferred them to a later pass, or dropped them at teardown). The difference is the
-/// Worker's backlog: queued, stashed or running.
-#[derive(Default, Debug)]
-pub(crate) struct MailboxCounters {
-    sent: AtomicU64,
-    finished: AtomicU64,
-}
-
-impl MailboxCounters {
-    pub(crate) fn sent(&self) -> u64 {
-        self.sent.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn finished(&self) -> u64 {
-        self.finished.load(Ordering::SeqCst)
-    }
-}
-
 /// Sending side of a mailbox; cheap to clone into push callbacks.
 #[derive(Clone)]
 pub(crate) struct MailboxSender {
     tx: mpsc::UnboundedSender<MailItem>,
-    counters: Arc<MailboxCounters>,
+    counters: Arc<WorkerCounters>,
 }
 
 /// Receiving side, owned by the Worker's task.
 pub(crate) struct MailboxReceiver {
     rx: mpsc::UnboundedReceiver<MailItem>,
-    counters: Arc<MailboxCounters>,
+    counters: Arc<WorkerCounters>,
 }
 
-/// A new mailbox and its counters.
-pub(crate) fn mailbox() -> (MailboxSender, MailboxReceiver, Arc<MailboxCounters>) {
+/// A new mailbox, counted in `counters`.
+pub(crate) fn mailbox(counters: &Arc<WorkerCounters>) -> (MailboxSender, MailboxReceiver) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let counters = Arc::new(MailboxCounters::default());
     (
         MailboxSender {
             tx,
-            counters: Arc::clone(&counters),
+            counters: Arc::clone(counters),
         },
         MailboxReceiver {
             rx,
-            counters: Arc::clone(&counters),
+            counters: Arc::clone(counters),
         },
-        counters,
     )
 }
 
@@ -130,9 +109,9 @@ impl MailboxSender {
     /// which case there is nobody left to run the item.
     pub(crate) fn send(&self, item: MailItem) {
         // Counted before it can be received, so `finished` never passes `sent`.
-        self.counters.sent.fetch_add(1, Ordering::SeqCst);
+        self.counters.sent_one();
         if self.tx.send(item).is_err() {
-            self.counters.finished.fetch_add(1, Ordering::SeqCst);
+            self.counters.finished_one();
         }
     }
 }
@@ -148,7 +127,7 @@ impl MailboxReceiver {
 
     /// The Worker is done with one received item.
     pub(crate) fn finished_one(&self) {
-        self.counters.finished.fetch_add(1, Ordering::SeqCst);
+        self.counters.finished_one();
     }
 
     /// Drop everything still queued (teardown), so queued entities are released

@@ -35,6 +35,7 @@ use crate::runtime::{
     shared::ExecutorShared,
     workers::{Control, WorkerEntry},
 };
+use crate::stats::worker_counters::WorkerCounters;
 use linger::LingerState;
 use rclrs::{
     log_error, ActivityListenerCallback, Context, GuardCondition, RclPrimitiveKind, ReadyKind,
@@ -60,6 +61,8 @@ pub(crate) struct WorkerTask {
     gated: bool,
     /// This task in the executor's list of Workers.
     entry: Arc<WorkerEntry>,
+    /// What this task counts for users (and its mailbox's positions, for `spin()`).
+    counters: Arc<WorkerCounters>,
     control: mpsc::UnboundedReceiver<Control>,
     control_tx: mpsc::UnboundedSender<Control>,
     mailbox: MailboxReceiver,
@@ -91,11 +94,12 @@ impl WorkerTask {
         payload: Box<dyn Any + Send>,
     ) -> (mpsc::UnboundedSender<Control>, MailboxSender) {
         let (control_tx, control) = mpsc::unbounded_channel();
-        let (mailbox_tx, mailbox, counters) = mailbox::mailbox();
+        let counters = shared.stats.new_worker();
+        let (mailbox_tx, mailbox) = mailbox::mailbox(&counters);
         let entry = Arc::new(WorkerEntry {
             gated: guard_condition.is_some(),
             control: control_tx.clone(),
-            mailbox: counters,
+            mailbox: Arc::clone(&counters),
         });
         shared.workers.add(Arc::clone(&entry));
         let task = Self {
@@ -104,6 +108,7 @@ impl WorkerTask {
             gated: guard_condition.is_some(),
             guard_condition,
             entry,
+            counters,
             control,
             control_tx: control_tx.clone(),
             mailbox,
@@ -206,7 +211,9 @@ impl WorkerTask {
             } else {
                 None
             };
+            let started = std::time::Instant::now();
             let worked = self.process(item).await;
+            self.counters.was_busy(started.elapsed());
             self.mailbox.finished_one();
             match flight {
                 Some(flight) if worked => flight.finish_with_work(),
@@ -240,9 +247,11 @@ impl WorkerTask {
                 let scope = InlineScope::begin();
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| task(payload))) {
                     self.shared.stats.record_panic("a payload task");
+                    self.counters.panicked(1);
                     log_panic("a payload task", &*panic);
                 }
-                scope.finish(&self.shared, None);
+                self.counters.panicked(scope.finish(&self.shared, None));
+                self.counters.ran_callbacks(1);
                 true
             }
             MailItem::Loan(loan) => {
@@ -319,7 +328,8 @@ impl WorkerTask {
             let result = catch_unwind(AssertUnwindSafe(|| {
                 ffi::execute(waitable, ReadyKind::Basic, payload)
             }));
-            scope.finish(&self.shared, Some(entity));
+            self.counters
+                .panicked(scope.finish(&self.shared, Some(entity)));
             match result {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => log_error!(
@@ -327,15 +337,20 @@ impl WorkerTask {
                     "error while running the callback of {}: {err}",
                     entity.name
                 ),
-                Err(panic) => entity.contain_panic(&self.shared.stats, &*panic),
+                Err(panic) => {
+                    self.counters.panicked(1);
+                    entity.contain_panic(&self.shared.stats, &*panic);
+                }
             }
             if rclrs::take_failed_since_reset() {
                 emptied = true;
+                self.counters.took_nothing();
                 break;
             }
             ran += 1;
         }
         drop(guard);
+        self.counters.ran_callbacks(ran as u64);
         let left = claimed - ran;
         if !emptied && left > 0 && !is_timer {
             if single_pass {
@@ -411,6 +426,18 @@ impl WorkerTask {
         for entity in dead {
             entity.teardown();
         }
+        self.list_entities();
+    }
+
+    /// Tell users which entities this Worker serves.
+    pub(super) fn list_entities(&self) {
+        let names = self
+            .entities
+            .iter()
+            .filter(|e| e.kind != RclPrimitiveKind::GuardCondition)
+            .map(|e| e.name.clone())
+            .collect();
+        self.counters.set_entities(names);
     }
 }
 

@@ -7,7 +7,7 @@
 //! rclrs Worker and every entity on it are gone, or the executor shut down), so the
 //! list does not grow with Workers that come and go.
 
-use crate::runtime::mailbox::MailboxCounters;
+use crate::stats::worker_counters::WorkerCounters;
 use rclrs::{Waitable, WeakActivityListener};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
@@ -31,7 +31,7 @@ pub(crate) struct WorkerEntry {
     /// Its callbacks wait for the spin gate (false only for the clock task).
     pub(crate) gated: bool,
     pub(crate) control: UnboundedSender<Control>,
-    pub(crate) mailbox: Arc<MailboxCounters>,
+    pub(crate) mailbox: Arc<WorkerCounters>,
 }
 
 #[derive(Default)]
@@ -41,7 +41,7 @@ pub(crate) struct WorkerList {
 
 /// The gated Workers' mailbox positions when a spin started: the spin's backlog is
 /// processed once every one of them has finished every item sent before that moment.
-pub(crate) struct Backlog(Vec<(Arc<MailboxCounters>, u64)>);
+pub(crate) struct Backlog(Vec<(Arc<WorkerCounters>, u64)>);
 
 impl WorkerList {
     pub(crate) fn add(&self, entry: Arc<WorkerEntry>) {

@@ -79,6 +79,7 @@ impl WorkerTask {
             lingering.fetch_sub(1, Ordering::AcqRel);
             return;
         }
+        self.counters.lingered();
         let outcome = self.linger();
         self.shared.lingering.fetch_sub(1, Ordering::AcqRel);
         match outcome {

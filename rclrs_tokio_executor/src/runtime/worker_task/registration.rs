@@ -73,6 +73,7 @@ impl WorkerTask {
                 self.to_fallback(waitable);
             }
         }
+        self.list_entities();
     }
 
     /// Hand a timer to the timer scheduler: it delivers ticks into this mailbox.
@@ -84,6 +85,7 @@ impl WorkerTask {
         let clock = waitable.primitive().timer_clock();
         let entity = Entity::new(waitable);
         self.entities.push(Arc::clone(&entity));
+        self.list_entities();
         let scheduler = Arc::clone(&self.shared.timers);
         let sim_time = Arc::new(AtomicBool::new(
             clock

@@ -1,0 +1,171 @@
+//! An executor's per-Worker stats move as the Worker's work does: the backlog and the
+//! age of its oldest item grow while the executor does not spin and drain when it
+//! does; callbacks, busy time and panics are counted on the Worker that ran them; and
+//! the stats can be published on a ROS topic.
+
+mod support;
+
+use rclrs::*;
+use rclrs_tokio_executor::{CreateTokioExecutor, ExecutorStats, TokioExecutorOptions, WorkerStats};
+use ros_env::rclrs_tokio_msgs::msg::ExecutorStats as ExecutorStatsMessage;
+use ros_env::std_msgs::msg::Int32;
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc,
+};
+use std::time::{Duration, Instant};
+use support::{unique, wait_matched};
+
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn executor_with_stats() -> (Executor, ExecutorStats) {
+    Context::default_from_env()
+        .unwrap()
+        .create_tokio_executor_with_stats(TokioExecutorOptions::new())
+        .unwrap()
+}
+
+/// The Worker serving `topic`.
+fn worker_of(stats: &ExecutorStats, topic: &str) -> WorkerStats {
+    let topic = format!("/{topic}");
+    stats
+        .workers()
+        .into_iter()
+        .find(|w| w.entities.contains(&topic))
+        .unwrap_or_else(|| panic!("no Worker serves {topic}: {:?}", stats.workers()))
+}
+
+fn spin_until(executor: &mut Executor, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting");
+        executor.spin(SpinOptions::default().timeout(Duration::from_millis(10)));
+    }
+}
+
+#[test]
+fn a_workers_backlog_grows_while_not_spinning_and_drains_after() {
+    let (mut executor, stats) = executor_with_stats();
+    let node = executor
+        .create_node(unique("introspected").as_str())
+        .unwrap();
+    let worker = node.create_worker::<usize>(0);
+    let topic = unique("introspected_topic");
+    let heard = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&heard);
+    let _subscription = worker
+        .create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |seen: &mut usize, _: Int32| {
+                *seen += 1;
+                counter.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_micros(200));
+            },
+        )
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    // What creating the entities queued (the Worker's guard condition) runs first.
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+    let before = worker_of(&stats, &topic);
+    assert_eq!((before.pending, before.callbacks), (0, 0), "{before:?}");
+    assert_eq!(before.oldest_pending, None);
+
+    for data in 0..50 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    let waiting = worker_of(&stats, &topic);
+    // Fifty messages, one coalesced mailbox item, waiting since they arrived.
+    assert_eq!(waiting.pending, 1, "{waiting:?}");
+    assert!(
+        waiting.oldest_pending.unwrap() >= Duration::from_millis(100),
+        "{waiting:?}"
+    );
+    assert_eq!(waiting.callbacks, 0);
+
+    spin_until(&mut executor, || heard.load(Ordering::SeqCst) == 50);
+    let drained = worker_of(&stats, &topic);
+    assert_eq!(drained.pending, 0, "{drained:?}");
+    assert_eq!(drained.oldest_pending, None);
+    assert_eq!(drained.callbacks, 50);
+    assert!(drained.busy >= Duration::from_millis(10), "{drained:?}");
+    assert_eq!(drained.panics, 0);
+}
+
+#[test]
+fn panics_are_counted_on_the_worker_that_ran_them() {
+    let (mut executor, stats) = executor_with_stats();
+    let node = executor.create_node(unique("panicky").as_str()).unwrap();
+    let calm = node.create_worker::<()>(());
+    let panicky = node.create_worker::<()>(());
+    let calm_topic = unique("calm_topic");
+    let panicky_topic = unique("panicky_topic");
+    let heard = Arc::new(AtomicUsize::new(0));
+    let (calm_heard, panicky_heard) = (Arc::clone(&heard), Arc::clone(&heard));
+    let _calm = calm
+        .create_subscription(
+            calm_topic.as_str().reliable(),
+            move |_: &mut (), _: Int32| {
+                calm_heard.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap();
+    let _panicky = panicky
+        .create_subscription(
+            panicky_topic.as_str().reliable(),
+            move |_: &mut (), m: Int32| {
+                panicky_heard.fetch_add(1, Ordering::SeqCst);
+                panic!("deliberate panic on message {}", m.data);
+            },
+        )
+        .unwrap();
+    let calm_publisher = node
+        .create_publisher::<Int32>(calm_topic.as_str().reliable())
+        .unwrap();
+    let panicky_publisher = node
+        .create_publisher::<Int32>(panicky_topic.as_str().reliable())
+        .unwrap();
+    wait_matched(&calm_publisher, 1);
+    wait_matched(&panicky_publisher, 1);
+    for data in 0..3 {
+        calm_publisher.publish(Int32 { data }).unwrap();
+        panicky_publisher.publish(Int32 { data }).unwrap();
+    }
+    spin_until(&mut executor, || heard.load(Ordering::SeqCst) == 6);
+    assert_eq!(worker_of(&stats, &panicky_topic).panics, 3);
+    assert_eq!(worker_of(&stats, &calm_topic).panics, 0);
+    assert_eq!(stats.callback_panics(), 3);
+}
+
+#[test]
+fn stats_are_published_on_a_topic() {
+    let (mut executor, stats) = executor_with_stats();
+    let node = executor.create_node(unique("observed").as_str()).unwrap();
+    let topic = unique("observed_topic");
+    let _subscription = node
+        .create_subscription(topic.as_str(), |_: Int32| {})
+        .unwrap();
+    let stats_topic = unique("executor_stats");
+    let _publication = stats
+        .publish_on(&node, &stats_topic, Duration::from_millis(20))
+        .unwrap();
+    let received: Arc<std::sync::Mutex<Option<ExecutorStatsMessage>>> = Arc::default();
+    let slot = Arc::clone(&received);
+    let _echo = node
+        .create_subscription(stats_topic.as_str(), move |m: ExecutorStatsMessage| {
+            *slot.lock().unwrap() = Some(m);
+        })
+        .unwrap();
+    spin_until(&mut executor, || received.lock().unwrap().is_some());
+    let message = received.lock().unwrap().take().unwrap();
+    let listed = format!("/{topic}");
+    assert!(
+        message.workers.iter().any(|w| w.entities.contains(&listed)),
+        "{:?}",
+        message.workers
+    );
+    assert!(message.stamp.sec > 0);
+}
