@@ -85,7 +85,9 @@ pub use crate::error::{
 pub use crate::options::TokioExecutorOptions;
 pub use crate::runtime::TokioExecutorRuntime;
 pub use crate::sim_clock::{sleep_for, sleep_until, RosSleep, SleepError};
-pub use crate::stats::{ExecutorStats, StatsPublication, WorkerStats};
+pub use crate::stats::{
+    ExecutorStats, StageLatencies, StageSummary, StatsPublication, WorkerStats,
+};
 
 use rclrs::{Context, Executor};
 

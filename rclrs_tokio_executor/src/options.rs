@@ -16,6 +16,7 @@ pub struct TokioExecutorOptions {
     pub(crate) worker_threads: usize,
     pub(crate) thread_name: String,
     pub(crate) runtime_handle: Option<tokio::runtime::Handle>,
+    pub(crate) stage_tracing: bool,
 }
 
 impl Default for TokioExecutorOptions {
@@ -26,6 +27,7 @@ impl Default for TokioExecutorOptions {
                 .unwrap_or(2),
             thread_name: "rclrs-tokio".to_string(),
             runtime_handle: None,
+            stage_tracing: false,
         }
     }
 }
@@ -60,6 +62,13 @@ impl TokioExecutorOptions {
     /// still returns at its deadline).
     pub fn runtime_handle(mut self, handle: tokio::runtime::Handle) -> Self {
         self.runtime_handle = Some(handle);
+        self
+    }
+
+    /// Start with per-stage latency tracing on (default off); it can be switched at any
+    /// time with [`ExecutorStats::set_stage_tracing`](crate::ExecutorStats::set_stage_tracing).
+    pub fn stage_tracing(mut self, on: bool) -> Self {
+        self.stage_tracing = on;
         self
     }
 }

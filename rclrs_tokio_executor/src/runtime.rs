@@ -88,9 +88,9 @@ impl TokioExecutorRuntime {
             None => Threads::start_pool(options.worker_threads, &options.thread_name)
                 .map_err(TokioExecutorError::RuntimeBuild)?,
         };
-        Ok(Self {
-            shared: ExecutorShared::new(threads),
-        })
+        let shared = ExecutorShared::new(threads);
+        shared.stats.set_stage_tracing(options.stage_tracing);
+        Ok(Self { shared })
     }
 
     /// A live view of this executor's counters (panics contained, ...).

@@ -1,17 +1,20 @@
 //! What an executor counts about itself, readable while it runs: contained panics, and
 //! per Worker its backlog, how old its oldest pending item is, and where its time goes.
 //!
-//! Submodules: [`worker_counters`] (the counters one Worker task keeps) and
-//! [`publication`] (publishing them on a ROS topic).
+//! Submodules: [`worker_counters`] (the counters one Worker task keeps),
+//! [`stage_latencies`] (where a message's time goes, while stage tracing is on) and
+//! [`publication`] (publishing the counters on a ROS topic).
 
 mod publication;
+pub(crate) mod stage_latencies;
 pub(crate) mod worker_counters;
 
 pub use publication::StatsPublication;
+pub use stage_latencies::{StageLatencies, StageSummary};
 
 use std::collections::BTreeMap;
 use std::sync::{
-    atomic::{AtomicU64, Ordering},
+    atomic::{AtomicBool, AtomicU64, Ordering},
     Arc, Mutex, Weak,
 };
 use std::time::Duration;
@@ -48,10 +51,12 @@ struct Counters {
     /// The Worker tasks' counters; a task's entry dies with it.
     workers: Mutex<Vec<Weak<WorkerCounters>>>,
     next_worker: AtomicU64,
+    /// Stage tracing on or off; every Worker's counters share it.
+    tracing: Arc<AtomicBool>,
 }
 
 /// One Worker at one moment, from [`ExecutorStats::workers`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct WorkerStats {
     /// Numbers Workers in creation order, within the executor.
@@ -78,6 +83,9 @@ pub struct WorkerStats {
     /// Times the Worker watched its mailbox briefly under a sustained stream instead
     /// of parking (see the README's "How it works").
     pub lingers: u64,
+    /// Where this Worker's time per item and per message went, while stage tracing was
+    /// on ([`ExecutorStats::set_stage_tracing`]); `None` if it never recorded.
+    pub stages: Option<StageLatencies>,
 }
 
 impl ExecutorStats {
@@ -123,10 +131,34 @@ impl ExecutorStats {
             .collect()
     }
 
+    /// Turn per-stage latency tracing on or off, for every Worker of the executor (also
+    /// [`TokioExecutorOptions::stage_tracing`](crate::TokioExecutorOptions::stage_tracing)).
+    /// While off it costs one relaxed atomic load per mailbox item; while on, a few clock
+    /// readings per message. See [`StageLatencies`] for the stages.
+    pub fn set_stage_tracing(&self, on: bool) {
+        self.inner.tracing.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether stage tracing is on.
+    pub fn stage_tracing(&self) -> bool {
+        self.inner.tracing.load(Ordering::Relaxed)
+    }
+
+    /// Every running Worker's stage histograms added up; `None` if none recorded.
+    pub fn stage_latencies(&self) -> Option<StageLatencies> {
+        self.workers()
+            .into_iter()
+            .filter_map(|w| w.stages)
+            .reduce(|mut sum, stages| {
+                sum.add(&stages);
+                sum
+            })
+    }
+
     /// Counters for a new Worker task.
     pub(crate) fn new_worker(&self) -> Arc<WorkerCounters> {
         let id = self.inner.next_worker.fetch_add(1, Ordering::Relaxed);
-        let counters = Arc::new(WorkerCounters::new(id));
+        let counters = Arc::new(WorkerCounters::new(id, Arc::clone(&self.inner.tracing)));
         let mut workers = self.inner.workers.lock().unwrap_or_else(|e| e.into_inner());
         workers.retain(|w| w.strong_count() > 0);
         workers.push(Arc::downgrade(&counters));

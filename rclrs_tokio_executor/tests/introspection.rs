@@ -6,7 +6,9 @@
 mod support;
 
 use rclrs::*;
-use rclrs_tokio_executor::{CreateTokioExecutor, ExecutorStats, TokioExecutorOptions, WorkerStats};
+use rclrs_tokio_executor::{
+    CreateTokioExecutor, ExecutorStats, StageLatencies, TokioExecutorOptions, WorkerStats,
+};
 use ros_env::rclrs_tokio_msgs::msg::ExecutorStats as ExecutorStatsMessage;
 use ros_env::std_msgs::msg::Int32;
 use std::sync::{
@@ -168,4 +170,56 @@ fn stats_are_published_on_a_topic() {
         message.workers
     );
     assert!(message.stamp.sec > 0);
+}
+
+#[test]
+fn stage_tracing_records_each_stage_only_while_on() {
+    let (mut executor, stats) = executor_with_stats();
+    let node = executor.create_node(unique("traced").as_str()).unwrap();
+    let worker = node.create_worker::<()>(());
+    let topic = unique("traced_topic");
+    let heard = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&heard);
+    let _subscription = worker
+        .create_subscription(
+            topic.as_str().keep_last(1000).reliable(),
+            move |_: &mut (), _: Int32| {
+                counter.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(1000).reliable())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    let mut publish_and_hear = |executor: &mut Executor, from: usize| {
+        for data in 0..100 {
+            publisher.publish(Int32 { data }).unwrap();
+            executor.spin(SpinOptions::default().timeout(Duration::from_micros(200)));
+        }
+        spin_until(executor, || heard.load(Ordering::SeqCst) == from + 100);
+    };
+
+    publish_and_hear(&mut executor, 0);
+    assert!(!stats.stage_tracing());
+    assert!(worker_of(&stats, &topic).stages.is_none());
+
+    stats.set_stage_tracing(true);
+    publish_and_hear(&mut executor, 100);
+    let stages = worker_of(&stats, &topic).stages.expect("stages recorded");
+    let count = |h: &hdrhistogram::Histogram<u64>| h.len();
+    assert_eq!(count(&stages.take), 100, "one take per message");
+    assert_eq!(count(&stages.callback), 100);
+    assert!(count(&stages.notify_to_wake) >= 1);
+    assert_eq!(
+        count(&stages.notify_to_wake),
+        count(&stages.notify_to_callback_end)
+    );
+    let end_to_end = StageLatencies::summarize(&stages.notify_to_callback_end);
+    assert!(end_to_end.p50 > Duration::ZERO && end_to_end.p50 < Duration::from_secs(1));
+
+    stats.set_stage_tracing(false);
+    publish_and_hear(&mut executor, 200);
+    let after = worker_of(&stats, &topic).stages.unwrap();
+    assert_eq!(count(&after.take), 100, "nothing recorded while off");
 }

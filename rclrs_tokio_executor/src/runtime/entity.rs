@@ -27,6 +27,7 @@ use crate::ffi::{self, RclTimer, ResetRegistration};
 use crate::runtime::mailbox::{MailItem, MailboxSender};
 use crate::runtime::panics::log_panic;
 use crate::runtime::timer_scheduler::TimerScheduler;
+use crate::stats::worker_counters::now_ns;
 use crate::stats::ExecutorStats;
 use rclrs::{OnReadyCallback, OnReadyHandle, RclPrimitiveKind, ReadyKind, Waitable};
 use std::sync::{
@@ -46,6 +47,8 @@ pub(crate) struct Entity {
     last_pass: AtomicU64,
     /// Set after a callback panicked, so the log says it once.
     panicked: AtomicBool,
+    /// While stage tracing: when the push callback queued the entity (`now_ns`).
+    notified_ns: AtomicU64,
     /// Taken out (and so dropped) on teardown, after `registration` and `timer`.
     pub(crate) waitable: Mutex<Option<Waitable>>,
     registration: Mutex<Option<OnReadyHandle>>,
@@ -74,6 +77,7 @@ impl Entity {
             queued: AtomicBool::new(false),
             last_pass: AtomicU64::new(0),
             panicked: AtomicBool::new(false),
+            notified_ns: AtomicU64::new(0),
             waitable: Mutex::new(Some(waitable)),
             registration: Mutex::new(None),
             timer: Mutex::new(None),
@@ -114,8 +118,17 @@ impl Entity {
         }
         self.pending.fetch_add(count, Ordering::AcqRel);
         if !self.queued.swap(true, Ordering::AcqRel) {
+            if mailbox.tracing() {
+                self.notified_ns.store(now_ns(), Ordering::Relaxed);
+            }
             mailbox.send(MailItem::Entity(self));
         }
+    }
+
+    /// When the push callback last queued the entity, while stage tracing; 0 if not
+    /// stamped.
+    pub(crate) fn take_notified_ns(&self) -> u64 {
+        self.notified_ns.swap(0, Ordering::Relaxed)
     }
 
     /// Begin a drain: allow re-queueing, then claim every arrival counted so far.

@@ -105,6 +105,11 @@ pub(crate) fn mailbox(counters: &Arc<WorkerCounters>) -> (MailboxSender, Mailbox
 }
 
 impl MailboxSender {
+    /// Whether the executor traces stages (the push callback then stamps its item).
+    pub(crate) fn tracing(&self) -> bool {
+        self.counters.tracing()
+    }
+
     /// Non-blocking. Fails only when the Worker's task is gone (executor dropped), in
     /// which case there is nobody left to run the item.
     pub(crate) fn send(&self, item: MailItem) {

@@ -19,11 +19,13 @@
 //! every entity deregisters its push callback before its Waitable is dropped, then the
 //! task leaves the executor's list of Workers.
 //!
-//! Submodules: [`registration`] (how a new Waitable is taken in) and [`linger`] (the
-//! brief watch of the mailbox under a sustained stream).
+//! Submodules: [`registration`] (how a new Waitable is taken in), [`linger`] (the
+//! brief watch of the mailbox under a sustained stream) and [`stage_trace`] (timestamps
+//! of a drain while stage tracing is on).
 
 mod linger;
 mod registration;
+mod stage_trace;
 
 use crate::ffi;
 use crate::runtime::{
@@ -41,6 +43,7 @@ use rclrs::{
     log_error, ActivityListenerCallback, Context, GuardCondition, RclPrimitiveKind, ReadyKind,
     WeakActivityListener,
 };
+use stage_trace::ItemTrace;
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -322,12 +325,17 @@ impl WorkerTask {
         };
         let mut ran = 0;
         let mut emptied = false;
+        let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
         while ran < claimed.min(limit) {
             rclrs::reset_take_failed();
+            let started = trace.as_ref().map(ItemTrace::executing);
             let scope = InlineScope::begin();
             let result = catch_unwind(AssertUnwindSafe(|| {
                 ffi::execute(waitable, ReadyKind::Basic, payload)
             }));
+            if let (Some(trace), Some(started)) = (trace.as_mut(), started) {
+                trace.executed(&self.counters, started);
+            }
             self.counters
                 .panicked(scope.finish(&self.shared, Some(entity)));
             match result {

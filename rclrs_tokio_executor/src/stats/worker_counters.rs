@@ -16,18 +16,27 @@
 //! as fewer than [`SEND_TIMES`] items are pending; beyond that the slot was reused by a
 //! newer item and the age reported is a lower bound.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use super::stage_latencies::StageLatencies;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Send times kept per Worker (see the module docs).
 const SEND_TIMES: usize = 128;
 
-/// Nanoseconds since the first reading in this process, plus one (0 means "never").
-fn now_ns() -> u64 {
+fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
-    let epoch = *EPOCH.get_or_init(Instant::now);
-    epoch.elapsed().as_nanos() as u64 + 1
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Nanoseconds since the first reading in this process, plus one (0 means "never").
+pub(crate) fn now_ns() -> u64 {
+    ns_of(Instant::now())
+}
+
+/// `instant` in the same nanoseconds as [`now_ns`].
+pub(crate) fn ns_of(instant: Instant) -> u64 {
+    instant.saturating_duration_since(epoch()).as_nanos() as u64 + 1
 }
 
 /// One Worker task's counters.
@@ -43,10 +52,14 @@ pub(crate) struct WorkerCounters {
     lingers: AtomicU64,
     /// Topic and service names of the Worker's entities (`<timer>` for timers).
     entities: Mutex<Vec<String>>,
+    /// The executor's stage-tracing switch, and this Worker's stage histograms (made
+    /// when tracing first records something).
+    tracing: Arc<AtomicBool>,
+    stages: Mutex<Option<StageLatencies>>,
 }
 
 impl WorkerCounters {
-    pub(crate) fn new(id: u64) -> Self {
+    pub(crate) fn new(id: u64, tracing: Arc<AtomicBool>) -> Self {
         Self {
             id,
             sent: AtomicU64::new(0),
@@ -58,7 +71,20 @@ impl WorkerCounters {
             busy_ns: AtomicU64::new(0),
             lingers: AtomicU64::new(0),
             entities: Mutex::new(Vec::new()),
+            tracing,
+            stages: Mutex::new(None),
         }
+    }
+
+    /// Whether stage tracing is on (one relaxed load).
+    pub(crate) fn tracing(&self) -> bool {
+        self.tracing.load(Ordering::Relaxed)
+    }
+
+    /// Record into this Worker's stage histograms.
+    pub(crate) fn record_stages(&self, record: impl FnOnce(&mut StageLatencies)) {
+        let mut stages = self.stages.lock().unwrap_or_else(|e| e.into_inner());
+        record(stages.get_or_insert_with(StageLatencies::new));
     }
 
     /// Count one item into the mailbox, with its send time. Called before the item can
@@ -140,6 +166,11 @@ impl WorkerCounters {
             panics: self.panics.load(Ordering::Relaxed),
             busy: Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)),
             lingers: self.lingers.load(Ordering::Relaxed),
+            stages: self
+                .stages
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         }
     }
 }
@@ -150,7 +181,7 @@ mod tests {
 
     #[test]
     fn the_oldest_pending_item_ages_until_it_is_finished() {
-        let counters = WorkerCounters::new(0);
+        let counters = WorkerCounters::new(0, Arc::default());
         assert_eq!(counters.snapshot().oldest_pending, None);
         counters.sent_one();
         std::thread::sleep(Duration::from_millis(20));
@@ -168,7 +199,7 @@ mod tests {
 
     #[test]
     fn concurrent_senders_count_every_item() {
-        let counters = std::sync::Arc::new(WorkerCounters::new(0));
+        let counters = Arc::new(WorkerCounters::new(0, Arc::default()));
         let senders: Vec<_> = (0..4)
             .map(|_| {
                 let counters = std::sync::Arc::clone(&counters);
