@@ -181,6 +181,27 @@ fn the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline(make: MakeExecuto
 
 /// 1,000 timed spins of 0 to 50 ms, a new executor every 50 spins, with or without a
 /// stream arriving; returns the overruns.
+fn the_first_spin_async_on_a_fresh_executor_keeps_its_deadline(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let executor = make(&context);
+    let node = executor
+        .create_node(unique("fresh_async").as_str())
+        .unwrap();
+    let _sub = node
+        .create_subscription(unique("fresh_async_topic").as_str(), |_: Int32| {})
+        .unwrap();
+    let start = Instant::now();
+    let (_executor, errors) = futures::executor::block_on(
+        executor.spin_async(SpinOptions::default().timeout(Duration::from_millis(200))),
+    );
+    let took = start.elapsed();
+    assert_eq!(kinds(&errors), ["Timeout"]);
+    assert!(
+        took < Duration::from_millis(200) + OVERRUN_BOUND,
+        "a 200 ms spin_async took {took:?}"
+    );
+}
+
 fn timed_spins_with_churn(make: MakeExecutor, traffic: bool) -> Vec<Duration> {
     let mut overruns = Vec::with_capacity(1000);
     for round in 0..20 {
@@ -283,6 +304,10 @@ macro_rules! suite {
             #[test]
             fn the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline() {
                 super::the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline(MAKE)
+            }
+            #[test]
+            fn the_first_spin_async_on_a_fresh_executor_keeps_its_deadline() {
+                super::the_first_spin_async_on_a_fresh_executor_keeps_its_deadline(MAKE)
             }
             #[test]
             fn timed_spins_keep_their_deadline_while_idle() {
