@@ -6,7 +6,7 @@ PYTHON ?= python3
 ENV := source .ros/env.sh &&
 COLCON_BUILD_FLAGS ?=
 
-.PHONY: all setup build test bench clean distclean lock-ros
+.PHONY: all setup build test bench stress clean distclean lock-ros
 
 all: build
 
@@ -26,6 +26,12 @@ bench: build
 	@$(ENV) . install/setup.sh && \
 	  install/rclrs_tokio_benchmarks/lib/rclrs_tokio_benchmarks/demo --seconds 1 && \
 	  python3 benchmarks/harness/bench.py $(BENCH_FLAGS)
+
+# The full reliability suite (about 35 minutes): results in benchmarks/results/stress/.
+# STRESS_FLAGS picks cases or shortens it; see benchmarks/harness/stress.py --help.
+STRESS_FLAGS ?= --full --valgrind-rounds 2000
+stress: build
+	@$(ENV) . install/setup.sh && python3 benchmarks/harness/stress.py $(STRESS_FLAGS)
 
 clean:
 	rm -rf build install log

@@ -1,9 +1,10 @@
 //! Shared pieces of the benchmark and test nodes: a clock all processes agree on,
-//! latency statistics, and a tiny `--key value` argument reader.
+//! latency statistics, a tiny `--key value` argument reader, and the reliability suite.
 #![warn(missing_docs)]
 
 mod ffi;
 pub mod raw_rcl;
+pub mod stress;
 pub mod workload;
 
 use std::collections::HashMap;
