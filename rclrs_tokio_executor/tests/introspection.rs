@@ -192,7 +192,7 @@ fn stage_tracing_records_each_stage_only_while_on() {
         .create_publisher::<Int32>(topic.as_str().keep_last(1000).reliable())
         .unwrap();
     wait_matched(&publisher, 1);
-    let mut publish_and_hear = |executor: &mut Executor, from: usize| {
+    let publish_and_hear = |executor: &mut Executor, from: usize| {
         for data in 0..100 {
             publisher.publish(Int32 { data }).unwrap();
             executor.spin(SpinOptions::default().timeout(Duration::from_micros(200)));

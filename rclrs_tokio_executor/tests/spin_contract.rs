@@ -7,16 +7,14 @@
 mod support;
 
 use rclrs::*;
-use rclrs_tokio_executor::{
-    is_runtime_not_driven_error, CreateTokioExecutor, TokioExecutorOptions,
-};
+use rclrs_tokio_executor::{is_runtime_not_driven_error, CreateTokioExecutor};
 use ros_env::std_msgs::msg::Int32;
 use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc,
 };
 use std::time::{Duration, Instant};
-use support::{tokio_executor_on, unique, wait_matched};
+use support::{publish_until, tokio_executor_on, unique, wait_matched};
 
 type MakeExecutor = fn(&Context) -> Executor;
 
@@ -217,15 +215,7 @@ fn timed_spins_with_churn(make: MakeExecutor, traffic: bool) -> Vec<Duration> {
             let publisher = node
                 .create_publisher::<Int32>(topic.as_str().keep_last(10))
                 .unwrap();
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                let mut data = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let _ = publisher.publish(Int32 { data });
-                    data += 1;
-                    std::thread::sleep(Duration::from_micros(500));
-                }
-            })
+            publish_until(publisher, &stop, Some(Duration::from_micros(500)))
         });
         for spin in 0..50u64 {
             let timeout = Duration::from_millis((spin * 13 + round) % 51);
@@ -296,6 +286,10 @@ macro_rules! suite {
             #[test]
             fn an_idle_spin_once_waits_for_its_timeout() {
                 super::an_idle_spin_once_waits_for_its_timeout(MAKE)
+            }
+            #[test]
+            fn the_first_spin_once_on_a_fresh_executor_returns_after_the_setup_work() {
+                super::the_first_spin_once_on_a_fresh_executor_returns_after_the_setup_work(MAKE)
             }
             #[test]
             fn repeated_spin_once_drains_waiting_messages_one_at_a_time() {

@@ -5,9 +5,7 @@ mod support;
 
 use futures::channel::oneshot;
 use rclrs::*;
-use rclrs_tokio_executor::{
-    is_spin_inside_runtime_error, CreateTokioExecutor, TokioExecutorOptions,
-};
+use rclrs_tokio_executor::{is_spin_inside_runtime_error, CreateTokioExecutor};
 use ros_env::std_msgs::msg::Int32;
 use std::sync::{
     atomic::{AtomicUsize, Ordering},
@@ -226,16 +224,7 @@ fn no_callback_starts_after_a_spinning_executor_is_dropped() {
             .unwrap();
         support::wait_matched(&publisher, 1);
         let stop = Arc::new(AtomicBool::new(false));
-        let publishing = {
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                let mut data = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let _ = publisher.publish(Int32 { data });
-                    data += 1;
-                }
-            })
-        };
+        let publishing = support::publish_until(publisher, &stop, None);
         let (elapsed_tx, elapsed) = oneshot::channel::<()>();
         let timer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(30));

@@ -6,7 +6,10 @@ pub mod ffi;
 
 use rclrs::{Context, Executor, Publisher, RclrsError};
 use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
+use ros_env::std_msgs::msg::Int32;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{atomic::AtomicBool, Arc};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A name no other test (or test process) uses: topics, services and nodes.
@@ -39,4 +42,24 @@ pub fn tokio_executor_on(handle: &::tokio::runtime::Handle) -> Executor {
         .unwrap()
         .create_tokio_executor_with(TokioExecutorOptions::new().runtime_handle(handle.clone()))
         .unwrap()
+}
+
+/// Publish 0, 1, 2, ... on `publisher` until `stop` is set, `pause` apart (as fast as
+/// possible with no pause).
+pub fn publish_until(
+    publisher: Publisher<Int32>,
+    stop: &Arc<AtomicBool>,
+    pause: Option<Duration>,
+) -> JoinHandle<()> {
+    let stop = Arc::clone(stop);
+    std::thread::spawn(move || {
+        let mut data = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let _ = publisher.publish(Int32 { data });
+            data += 1;
+            if let Some(pause) = pause {
+                std::thread::sleep(pause);
+            }
+        }
+    })
 }
