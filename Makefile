@@ -3,7 +3,10 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 PYTHON ?= python3
-ENV := source .ros/env.sh &&
+# The colcon defaults (base paths src/, cmake and cargo arguments) apply to this overlay's
+# own builds only: .ros/env.sh does not export them, so sourcing the overlay never changes
+# what colcon builds in a user's workspace.
+ENV := source .ros/env.sh && export COLCON_DEFAULTS_FILE=$(CURDIR)/.ros/colcon_defaults.yaml &&
 COLCON_BUILD_FLAGS ?=
 
 .PHONY: all setup build test bench stress clean distclean lock-ros

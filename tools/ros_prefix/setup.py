@@ -20,7 +20,8 @@ Layout under `.ros/` (all generated, all ignored by git):
     interfaces/      an ament prefix with Rust interface crates: share/<pkg>/rust
     rclrs/           an ament prefix with the patched rclrs: share/rclrs/rust
     env.sh           what every make target sources
-    colcon_defaults.yaml
+    colcon_defaults.yaml  this overlay's own colcon defaults (the Makefile points colcon at it;
+                     env.sh does not, so a user's workspace is not affected)
     logs/            output of pip, cargo and the generator
     stamps/
 """
@@ -360,7 +361,6 @@ def write_env(mode: str, distro: str, prefixes: list[Path], link_flags: list[str
         f"export ROS_DISTRO={distro}",
         f"export AMENT_PREFIX_PATH={':'.join(map(str, ament))}",
         f'export PATH="{venv_bin}:$PATH"',
-        f"export COLCON_DEFAULTS_FILE={STATE / 'colcon_defaults.yaml'}",
         f"export RCLRS_TOKIO_ROOT={ROOT}",
         # Discovery stays on this machine: tests and benchmarks never leave loopback.
         "export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}",
