@@ -106,3 +106,42 @@ def test_update_replaces_only_the_scenarios_it_reruns(tmp_path):
     assert set(rows) == {'throughput_0B', 'timer_1kHz'}
     assert rows['throughput_0B'] == next(r for r in first['runs']
                                          if r['scenario'] == 'throughput_0B')
+
+
+def test_traced_rows_carry_the_stage_breakdown_and_plain_rows_do_not(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / 'benchmarks' / 'harness' / 'bench.py'),
+         '--scenarios', 'latency_1kHz,throughput_0B_xproc',
+         '--executors', 'rclrs_tokio,rclrs_tokio_traced', '--reps', '1', '--seconds', '0.5',
+         '--warmup', '0.2', '--no-plots', '--output-dir', str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '(no plots: --no-plots)' in proc.stdout
+    runs = json.loads((tmp_path / 'latest.json').read_text())['runs']
+    assert len(runs) == 4
+    for run in runs:
+        stages = run['metrics'].get('stages')
+        if run['executor'] == 'rclrs_tokio':
+            assert stages is None, run
+            continue
+        assert list(stages) == ['notify_to_wake', 'wake_to_take', 'take', 'callback',
+                                'notify_to_callback_end'], run
+        whole = stages['notify_to_callback_end']
+        assert 0 < whole['p50_us'] <= whole['p99_us'] <= whole['max_us'], run
+    assert '## Stage breakdown' in (tmp_path / 'latest.md').read_text()
+
+
+def test_what_is_queued_when_the_window_closes_is_accounted_for():
+    """Two 200 µs callbacks at 3 kHz each in one Worker: more than it can run. The
+    window's rate shows the shortfall, the backlog at the close is reported, and what
+    drains afterwards counts as received, not dropped."""
+    node = find_installed('rclrs_tokio_benchmarks', 'bench_node')
+    proc = subprocess.run(
+        [str(node), '--executor', 'rclrs_tokio', '--workload', 'parallel', '--workers', '1',
+         '--work-us', '200', '--rate-hz', '3000', '--seconds', '1', '--warmup-s', '0.5'],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert m['received_per_s'] < 0.95 * m['sent_per_s'], m
+    assert m['queued_at_close'] > 0.02 * m['sent'], m
+    assert m['received'] + m['dropped'] == m['sent'], m

@@ -40,13 +40,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import report  # noqa: E402
 from scenarios import (  # noqa: E402
-    EXECUTORS, EXIT_NOT_AVAILABLE, FULL, QUICK, SCENARIOS, XPROC_PUBLISHER, applicable,
-    arguments, find_installed, headline, node_for,
+    DEFAULT_EXECUTORS, EXECUTORS, EXIT_NOT_AVAILABLE, FULL, QUICK, SCENARIOS, XPROC_PUBLISHER,
+    applicable, arguments, executor_arguments, find_installed, headline, node_for,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / 'benchmarks' / 'results'
-METRICS = ['received_per_s', 'sent_per_s', 'dropped', 'drop_pct', 'cpu_process_pct',
+METRICS = ['received_per_s', 'sent_per_s', 'dropped', 'drop_pct', 'queued_at_close',
+           'cpu_process_pct',
            'cpu_executor_pct', 'latency_p50_us', 'latency_p99_us', 'latency_p999_us',
            'latency_max_us', 'timer_rate_hz', 'timer_jitter_p50_us', 'timer_jitter_p99_us',
            'timer_jitter_max_us', 'fires', 'expected_fires', 'idle_cpu_pct', 'per_message_us']
@@ -68,8 +69,7 @@ def machine() -> dict:
                        if line.startswith('MemTotal:'))
     except (OSError, StopIteration):
         pass
-    commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
+    commit = source_commit()
     return {
         'cpu': cpu,
         'cores': os.cpu_count(),
@@ -82,6 +82,17 @@ def machine() -> dict:
         # apart from the middleware's threads; runs are interleaved instead.
         'pinned_cpus': False,
     }
+
+
+def source_commit() -> str:
+    """The checkout's short commit; 'unknown' without git or outside a checkout (a
+    benchmark bundle), which never stops results from being saved."""
+    try:
+        return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT,
+                              capture_output=True, text=True, timeout=10).stdout.strip() \
+            or 'unknown'
+    except (OSError, subprocess.SubprocessError):
+        return 'unknown'
 
 
 def load_average() -> float:
@@ -106,7 +117,8 @@ def _result(proc, cmd) -> dict:
 def run_one(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
     if SCENARIOS[scenario].kind == 'xproc':
         return run_xproc(node, scenario, executor, seconds, warmup)
-    cmd = [str(node), '--executor', executor, *arguments(scenario), '--seconds', str(seconds)]
+    cmd = [str(node), *executor_arguments(executor), *arguments(scenario),
+           '--seconds', str(seconds)]
     if SCENARIOS[scenario].kind != 'timer':
         cmd += ['--warmup-s', str(warmup)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + warmup + 120)
@@ -122,7 +134,7 @@ def run_xproc(node: Path, scenario: str, executor: str, seconds: float, warmup: 
     topic = f'bench_xproc_{os.getpid()}_{next(_topics)}'
     common = [*arguments(scenario), '--topic', topic, '--seconds', str(seconds),
               '--warmup-s', str(warmup)]
-    sub_cmd = [str(node), '--executor', executor, *common, '--role', 'sub',
+    sub_cmd = [str(node), *executor_arguments(executor), *common, '--role', 'sub',
                '--idle-exit-s', '0.5']
     pub_cmd = [str(find_installed(*XPROC_PUBLISHER)), '--executor', 'rclrs_tokio', *common,
                '--role', 'pub']
@@ -165,6 +177,13 @@ def summarise(samples: list[dict]) -> tuple[dict, dict]:
     histograms = [s['timer_jitter_hist'] for s in samples if s.get('timer_jitter_hist')]
     if histograms:
         metrics['timer_jitter_hist'] = [sum(column) for column in zip(*histograms)]
+    # Stage tracing: each stage's quantiles, the median over repetitions.
+    traced = [s['stages'] for s in samples if s.get('stages')]
+    if traced:
+        metrics['stages'] = {
+            stage: {q: round(statistics.median(t[stage][q] for t in traced), 2)
+                    for q in ('p50_us', 'p99_us', 'p999_us', 'max_us')}
+            for stage in traced[0]}
     return metrics, spread
 
 
@@ -180,8 +199,9 @@ def main(argv=None) -> int:
     parser.add_argument('--warmup', type=float,
                         help='warm-up before the window (default 0.5, --full 1)')
     parser.add_argument('--scenarios', help='comma-separated (default: the quick set)')
-    parser.add_argument('--executors', default=','.join(EXECUTORS),
-                        help='comma-separated (default: all; missing ones are reported absent)')
+    parser.add_argument('--executors', default=','.join(DEFAULT_EXECUTORS),
+                        help='comma-separated (default: all but the variants, such as '
+                             'rclrs_tokio_traced; missing ones are reported absent)')
     parser.add_argument('--output-dir', type=Path, default=RESULTS)
     parser.add_argument('--no-plots', action='store_true')
     parser.add_argument('--update', action='store_true',
@@ -292,14 +312,24 @@ def main(argv=None) -> int:
         document = {**previous, 'runs': runs,
                     'updates': [*previous.get('updates', []), update]}
     out.mkdir(parents=True, exist_ok=True)
+    # The JSON first: a later step that fails (a plot, say) loses nothing measured.
     (out / 'latest.json').write_text(json.dumps(document, indent=2) + '\n')
     report.write_csv(runs, out / 'latest.csv')
     report.write_markdown(document, out / 'latest.md')
-    plots = [] if args.no_plots else report.write_plots(runs, out)
+    if args.no_plots:
+        plots, no_plots = [], ' (no plots: --no-plots)'
+    elif not report.have_matplotlib():
+        plots, no_plots = [], ' (no plots: matplotlib missing)'
+    else:
+        try:
+            plots, no_plots = report.write_plots(runs, out), ' (no plots)'
+        except Exception as error:  # noqa: BLE001 - the results are saved; say why not
+            plots, no_plots = [], f' (plots failed: {error})'
+            failures.append(f'plots: {error}')
     print()
     print(report.table(runs))
     print(f'\nwrote {out}/latest.json, latest.csv, latest.md'
-          + (f' and {len(plots)} plots' if plots else ' (no plots: matplotlib missing)'))
+          + (f' and {len(plots)} plots' if plots else no_plots))
     if failures:
         print(f'\n{len(failures)} run(s) failed:', *failures, sep='\n  ', file=sys.stderr)
         return 1

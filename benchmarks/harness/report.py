@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 from pathlib import Path
 
 from scenarios import EXECUTORS, SCENARIOS, headline
@@ -88,7 +89,36 @@ def write_markdown(document: dict, path: Path) -> None:
         '```',
         '',
     ]
+    lines += stage_breakdown(runs)
     path.write_text('\n'.join(lines))
+
+
+STAGES = ['notify_to_wake', 'wake_to_take', 'take', 'callback', 'notify_to_callback_end']
+
+
+def stage_breakdown(runs: list[dict]) -> list[str]:
+    """Markdown: where a message's time went, per traced row (stage tracing on)."""
+    traced = [r for r in runs if (r.get('metrics') or {}).get('stages')]
+    if not traced:
+        return []
+    lines = ['## Stage breakdown (stage tracing on; p50 / p99 in µs, median over repetitions)',
+             '',
+             '| scenario | executor | ' + ' | '.join(STAGES) + ' |',
+             '| --- | --- |' + ' --- |' * len(STAGES)]
+    for r in traced:
+        stages = r['metrics']['stages']
+        cells = [f'{stages[s]["p50_us"]:g} / {stages[s]["p99_us"]:g}' if s in stages else ''
+                 for s in STAGES]
+        lines.append(f'| {r["scenario"]} | {r["executor"]} | ' + ' | '.join(cells) + ' |')
+    lines += ['', 'notify_to_wake: push callback to the Worker picking the item up; '
+              'wake_to_take: to its first take; take: one rcl_take; callback: conversion, '
+              'dispatch and the user callback; notify_to_callback_end: the whole path.', '']
+    return lines
+
+
+def have_matplotlib() -> bool:
+    """True when matplotlib can be imported (plots can be drawn)."""
+    return importlib.util.find_spec('matplotlib') is not None
 
 
 def write_plots(runs: list[dict], directory: Path) -> list[Path]:
@@ -181,6 +211,28 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         ax.legend(fontsize=8)
         fig.tight_layout()
         out = directory / f'{scenario}_cdf.png'
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
+    # Stage breakdown: the median (p50) time of each stage, stacked, per traced row.
+    traced = [r for r in runs if (r.get('metrics') or {}).get('stages')]
+    if traced:
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        labels = [f'{r["scenario"]}\n{r["executor"]}' for r in traced]
+        bottom = [0.0] * len(traced)
+        for stage in STAGES[:-1]:
+            values = [r['metrics']['stages'].get(stage, {}).get('p50_us') or 0 for r in traced]
+            ax.bar(labels, values, bottom=bottom, label=stage)
+            bottom = [b + v for b, v in zip(bottom, values)]
+        ends = [r['metrics']['stages'].get('notify_to_callback_end', {}).get('p50_us')
+                for r in traced]
+        ax.scatter(labels, [e or 0 for e in ends], color='black', marker='_', s=400,
+                   label='notify_to_callback_end (p50)', zorder=3)
+        ax.set_ylabel('µs (p50 of each stage)')
+        ax.set_title('Where a message\'s time goes (stage tracing)')
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        out = directory / 'stages.png'
         fig.savefig(out, dpi=110)
         plt.close(fig)
         written.append(out)

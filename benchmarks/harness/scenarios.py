@@ -77,7 +77,7 @@ for _m in (1, 2):
         'received_per_s', True, 'drop_pct', not_for=_NO_RAW)
 
 # Timer scenarios run the timer nodes: steady-clock rate, and sim time via /clock.
-_NO_TIMER = frozenset({'raw_rcl'})
+_NO_TIMER = frozenset({'raw_rcl', 'rclrs_tokio_traced'})
 for _name, _args, _metric, _extra in [
         ('timer_1kHz', ('--rate-hz', '1000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
         ('timer_10kHz', ('--rate-hz', '10000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
@@ -100,6 +100,9 @@ FULL = list(SCENARIOS)
 # executor -> (package, message node, timer node).
 EXECUTORS = {
     'rclrs_tokio': ('rclrs_tokio_benchmarks', 'bench_node', 'timer_node'),
+    # The same executor with stage tracing on: its rows carry the stage breakdown, and
+    # set beside rclrs_tokio's in one interleaved run they measure what tracing costs.
+    'rclrs_tokio_traced': ('rclrs_tokio_benchmarks', 'bench_node', None),
     'rclrs_basic': ('rclrs_tokio_benchmarks', 'bench_node', 'timer_node'),
     'raw_rcl': ('rclrs_tokio_benchmarks', 'bench_node', None),
     'rclcpp_single': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
@@ -107,6 +110,10 @@ EXECUTORS = {
     'rclcpp_events': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
     'rclcpp_events_cbg': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
 }
+# Executors that run another one's node with extra flags: name -> (--executor, flags).
+VARIANTS = {'rclrs_tokio_traced': ('rclrs_tokio', ('--stage-tracing',))}
+# What runs when --executors is not given: every executor but the variants.
+DEFAULT_EXECUTORS = [e for e in EXECUTORS if e not in VARIANTS]
 # The publisher process of every `_xproc` row: the same for every executor under test.
 XPROC_PUBLISHER = ('rclrs_tokio_benchmarks', 'bench_node')
 # A node exits with this code when the executor is not in the installed library
@@ -150,3 +157,9 @@ def node_for(scenario: str, executor: str) -> tuple[Path | None, str | None]:
 
 def arguments(scenario: str) -> list[str]:
     return list(SCENARIOS[scenario].args)
+
+
+def executor_arguments(executor: str) -> list[str]:
+    """`--executor <name>` and the variant's flags, for the node's command line."""
+    name, flags = VARIANTS.get(executor, (executor, ()))
+    return ['--executor', name, *flags]

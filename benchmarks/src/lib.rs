@@ -1,13 +1,16 @@
 //! Shared pieces of the benchmark and test nodes: a clock all processes agree on,
-//! latency statistics, a tiny `--key value` argument reader, and the reliability suite.
+//! latency statistics, the command line without ROS arguments, SIGINT/SIGTERM handling
+//! ([`interrupt`]), and the reliability suite.
 #![warn(missing_docs)]
 
+pub mod cli;
 mod ffi;
+pub mod interrupt;
 pub mod raw_rcl;
 pub mod stress;
 pub mod workload;
 
-use std::collections::HashMap;
+use hdrhistogram::Histogram;
 
 /// `CLOCK_MONOTONIC` in nanoseconds. One clock for every process on the machine, so a
 /// receiver can compute latency from a sender's `send_time_ns` across processes.
@@ -33,102 +36,70 @@ pub fn thread_cpu_ns() -> i64 {
 pub const JITTER_HISTOGRAM_EDGES_US: [f64; 10] =
     [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
 
-/// Latency samples in nanoseconds, summarised as percentiles.
-#[derive(Default, Debug, Clone)]
+/// Latency samples in nanoseconds: an HDR histogram (3 significant digits, so a
+/// quantile is exact to 0.1%), plus exact counts per jitter bucket.
+#[derive(Debug, Clone)]
 pub struct Latencies {
-    samples_ns: Vec<i64>,
+    histogram: Histogram<u64>,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Self {
+            // 1 ns to an hour at 3 significant digits; a longer sample counts as an hour.
+            histogram: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                .expect("valid bounds and significant digits"),
+        }
+    }
 }
 
 impl Latencies {
-    /// Record one sample.
+    /// Record one sample; a negative one (clock skew) counts as zero, one over an hour
+    /// as an hour.
     pub fn push(&mut self, ns: i64) {
-        self.samples_ns.push(ns);
+        self.histogram.saturating_record(ns.max(0) as u64);
     }
 
     /// Number of samples.
     pub fn len(&self) -> usize {
-        self.samples_ns.len()
+        self.histogram.len() as usize
     }
 
     /// True when nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.samples_ns.is_empty()
+        self.histogram.is_empty()
     }
 
     /// How many samples fall at or below each upper edge (µs) and above the previous
-    /// one; a last count for those above every edge.
+    /// one; a last count for those above every edge. A sample counts at the midpoint of
+    /// its histogram bucket (exact below 2 µs, within 0.1% above).
     pub fn histogram(&self, upper_edges_us: &[f64]) -> Vec<u64> {
         let mut counts = vec![0u64; upper_edges_us.len() + 1];
-        for &ns in &self.samples_ns {
+        for bucket in self.histogram.iter_recorded() {
+            let ns = self.histogram.median_equivalent(bucket.value_iterated_to());
             let us = ns as f64 / 1000.0;
-            counts[upper_edges_us.partition_point(|&edge| edge < us)] += 1;
+            counts[upper_edges_us.partition_point(|&edge| edge < us)] += bucket.count_at_value();
         }
         counts
     }
 
-    /// The `q` quantile (0.0..=1.0) in microseconds, nearest-rank; `None` when empty.
+    /// The `q` quantile (0.0..=1.0) in microseconds; `None` when empty. The maximum
+    /// (`q` = 1) is the largest sample's bucket.
     pub fn quantile_us(&self, q: f64) -> Option<f64> {
-        if self.samples_ns.is_empty() {
+        if self.histogram.is_empty() {
             return None;
         }
-        let mut sorted = self.samples_ns.clone();
-        sorted.sort_unstable();
-        let rank = ((q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize).max(1);
-        Some(sorted[rank - 1] as f64 / 1000.0)
+        let ns = self.histogram.value_at_quantile(q.clamp(0.0, 1.0));
+        Some(self.histogram.median_equivalent(ns) as f64 / 1000.0)
     }
 }
 
-/// `--key value` and `--flag` arguments after the ROS arguments are removed.
-pub struct Args {
-    values: HashMap<String, String>,
-}
-
-impl Args {
-    /// Read `std::env::args()`, ignoring everything from `--ros-args` to `--`.
-    pub fn from_env() -> Self {
-        let mut values = HashMap::new();
-        let mut in_ros_args = false;
-        let mut it = std::env::args().skip(1).peekable();
-        while let Some(arg) = it.next() {
-            if arg == "--ros-args" {
-                in_ros_args = true;
-                continue;
-            }
-            if in_ros_args {
-                if arg == "--" {
-                    in_ros_args = false;
-                }
-                continue;
-            }
-            if let Some(key) = arg.strip_prefix("--") {
-                let value = match it.peek() {
-                    Some(next) if !next.starts_with("--") => it.next().unwrap(),
-                    _ => "true".to_string(),
-                };
-                values.insert(key.to_string(), value);
-            }
-        }
-        Self { values }
-    }
-
-    /// The value of `--key`, parsed, or `default`. A value that does not parse is an
-    /// error naming the argument.
-    pub fn get<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, String> {
-        match self.values.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("--{key}: cannot parse {v:?}")),
-        }
-    }
-
-    /// The string value of `--key`, or `default`.
-    pub fn string(&self, key: &str, default: &str) -> String {
-        self.values
-            .get(key)
-            .cloned()
-            .unwrap_or_else(|| default.to_string())
-    }
+/// The command line without the ROS arguments (`--ros-args ... --`), program name
+/// first, for `clap`'s `parse_from`.
+pub fn non_ros_args() -> Vec<String> {
+    // Arguments that are not valid C strings cannot be ROS arguments: keep them all
+    // and let the parser reject what it does not know.
+    rclrs::extract_non_ros_args(std::env::args()).unwrap_or_else(|_| std::env::args().collect())
 }
 
 #[cfg(test)]
@@ -136,15 +107,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantiles_use_nearest_rank() {
+    fn quantiles_are_exact_to_a_tenth_of_a_percent() {
         let mut l = Latencies::default();
         for ns in [5_000, 1_000, 3_000, 2_000, 4_000] {
             l.push(ns);
         }
-        assert_eq!(l.quantile_us(0.5), Some(3.0));
-        assert_eq!(l.quantile_us(0.99), Some(5.0));
-        assert_eq!(l.quantile_us(0.0), Some(1.0));
+        let near = |got: Option<f64>, want: f64| {
+            let got = got.unwrap();
+            assert!((got - want).abs() <= want * 0.001, "{got} vs {want}");
+        };
+        near(l.quantile_us(0.5), 3.0);
+        near(l.quantile_us(0.99), 5.0);
+        near(l.quantile_us(1.0), 5.0);
+        near(l.quantile_us(0.0), 1.0);
         assert_eq!(Latencies::default().quantile_us(0.5), None);
+        l.push(-7);
+        assert_eq!(l.len(), 6);
+        assert_eq!(l.quantile_us(0.0), Some(0.0));
     }
 
     #[test]

@@ -27,17 +27,22 @@ pub mod spinner;
 pub mod stats;
 pub mod stream;
 
-pub use config::{Config, Role, Workload};
+pub use config::{BenchArgs, CallbackLevel, Config, ExecutorName, Reliability, Role, Workload};
 pub use report::Report;
 
-/// Run the workload `config` names and print its report.
+/// Run the workload `config` names and print its report; a run that SIGINT or SIGTERM
+/// cut short is marked `"interrupted": true` (the caller then exits with
+/// [`crate::interrupt::exit_code`]).
 pub fn run(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
-    let report = match config.workload {
+    let mut report = match config.workload {
         Workload::Stream => stream::run(config)?,
         Workload::Service => service::run(config)?,
         Workload::Scaling => scaling::run(config)?,
         Workload::Parallel => parallel::run(config)?,
     };
+    if crate::interrupt::interrupted() {
+        report = report.flag("interrupted", true);
+    }
     println!("{}", report.to_json());
     Ok(())
 }

@@ -1,30 +1,19 @@
 //! Errors of this crate.
 
 use rclrs::{RclErrorMsg, RclReturnCode, RclrsError};
-use std::fmt;
 
 /// Creating a Tokio executor failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokioExecutorError {
     /// The owned multi-thread Tokio runtime could not be built (for example, the OS
     /// refused to spawn its threads).
-    RuntimeBuild(std::io::Error),
-}
-
-impl fmt::Display for TokioExecutorError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::RuntimeBuild(err) => write!(f, "cannot build the Tokio runtime: {err}"),
-        }
-    }
-}
-
-impl std::error::Error for TokioExecutorError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::RuntimeBuild(err) => Some(err),
-        }
-    }
+    #[error("cannot build the Tokio runtime: {0}")]
+    RuntimeBuild(#[source] std::io::Error),
+    /// [`stop_on_signals`](crate::TokioExecutorOptions::stop_on_signals) was asked for,
+    /// and the SIGINT/SIGTERM handlers or their listener thread could not be installed.
+    #[error("cannot stop spins on signals: {0}")]
+    Signals(String),
 }
 
 /// The message of the error a blocking `spin()` reports inside a Tokio runtime.
@@ -38,6 +27,11 @@ pub const SPIN_INSIDE_RUNTIME: &str =
 pub const RUNTIME_NOT_DRIVEN: &str =
     "rclrs_tokio_executor: the Tokio runtime passed as runtime_handle is not running the \
      executor's tasks (is anything driving it?); no callback can run";
+
+/// The message of the error a spin reports when SIGINT or SIGTERM stopped it
+/// ([`stop_on_signals`](crate::TokioExecutorOptions::stop_on_signals)).
+pub const INTERRUPTED: &str =
+    "rclrs_tokio_executor: spinning stopped on SIGINT or SIGTERM (stop_on_signals)";
 
 /// An error of this crate, in the form `ExecutorRuntime::spin` reports errors.
 fn own_error(message: &'static str) -> RclrsError {
@@ -61,6 +55,16 @@ pub(crate) fn spin_inside_runtime() -> RclrsError {
 
 pub(crate) fn runtime_not_driven() -> RclrsError {
     own_error(RUNTIME_NOT_DRIVEN)
+}
+
+pub(crate) fn interrupted() -> RclrsError {
+    own_error(INTERRUPTED)
+}
+
+/// True if `error` says SIGINT or SIGTERM stopped the spin
+/// ([`TokioExecutorOptions::stop_on_signals`](crate::TokioExecutorOptions::stop_on_signals)).
+pub fn is_interrupted_error(error: &RclrsError) -> bool {
+    is_own_error(error, INTERRUPTED)
 }
 
 /// True if `error` is the one the blocking `spin()` reports when it is called from

@@ -79,8 +79,8 @@ mod sim_clock;
 mod stats;
 
 pub use crate::error::{
-    is_runtime_not_driven_error, is_spin_inside_runtime_error, TokioExecutorError,
-    RUNTIME_NOT_DRIVEN, SPIN_INSIDE_RUNTIME,
+    is_interrupted_error, is_runtime_not_driven_error, is_spin_inside_runtime_error,
+    TokioExecutorError, INTERRUPTED, RUNTIME_NOT_DRIVEN, SPIN_INSIDE_RUNTIME,
 };
 pub use crate::options::TokioExecutorOptions;
 pub use crate::runtime::TokioExecutorRuntime;

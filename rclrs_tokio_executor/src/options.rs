@@ -17,6 +17,7 @@ pub struct TokioExecutorOptions {
     pub(crate) thread_name: String,
     pub(crate) runtime_handle: Option<tokio::runtime::Handle>,
     pub(crate) stage_tracing: bool,
+    pub(crate) stop_on_signals: bool,
 }
 
 impl Default for TokioExecutorOptions {
@@ -28,6 +29,7 @@ impl Default for TokioExecutorOptions {
             thread_name: "rclrs-tokio".to_string(),
             runtime_handle: None,
             stage_tracing: false,
+            stop_on_signals: false,
         }
     }
 }
@@ -69,6 +71,21 @@ impl TokioExecutorOptions {
     /// time with [`ExecutorStats::set_stage_tracing`](crate::ExecutorStats::set_stage_tracing).
     pub fn stage_tracing(mut self, on: bool) -> Self {
         self.stage_tracing = on;
+        self
+    }
+
+    /// Let SIGINT and SIGTERM end this executor's spins, as rclcpp's signal handler does
+    /// by shutting its context down (default off: the rclrs basic executor installs no
+    /// handler, and a signal ends the process). From the first signal on, every spin of
+    /// the executor returns at once with the error
+    /// [`is_interrupted_error`](crate::is_interrupted_error) recognises, after the
+    /// callbacks in flight finish; a second signal exits the process with 128 + the
+    /// signal's number. Turning it on installs the process's handlers for both signals
+    /// (once, for every executor that asks); creating the executor fails with
+    /// [`TokioExecutorError::Signals`](crate::TokioExecutorError::Signals) if they
+    /// cannot be installed.
+    pub fn stop_on_signals(mut self, on: bool) -> Self {
+        self.stop_on_signals = on;
         self
     }
 }

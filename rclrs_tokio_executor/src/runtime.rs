@@ -24,6 +24,7 @@
 //! - [`timer_scheduler`]: one thread that watches every timer's deadline (wall clock, or
 //!   ROS time moved by `/clock`) and delivers ticks into Worker mailboxes.
 //! - [`panics`]: how a contained panic is reported.
+//! - [`signals`]: SIGINT and SIGTERM ending spins, for executors that opt in.
 //! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
 //!   task on exactly one of them, or a runtime the user hands in.
 //!
@@ -56,6 +57,7 @@ pub(crate) mod fallback_waiter;
 pub(crate) mod mailbox;
 pub(crate) mod panics;
 pub(crate) mod shared;
+pub(crate) mod signals;
 pub(crate) mod spin;
 pub(crate) mod spin_gate;
 pub(crate) mod threads;
@@ -88,8 +90,11 @@ impl TokioExecutorRuntime {
             None => Threads::start_pool(options.worker_threads, &options.thread_name)
                 .map_err(TokioExecutorError::RuntimeBuild)?,
         };
-        let shared = ExecutorShared::new(threads);
+        let shared = ExecutorShared::new(threads, options.stop_on_signals);
         shared.stats.set_stage_tracing(options.stage_tracing);
+        if options.stop_on_signals {
+            signals::stop_spins_of(&shared).map_err(TokioExecutorError::Signals)?;
+        }
         Ok(Self { shared })
     }
 

@@ -1,20 +1,39 @@
 //! `make bench` demo: a talker and a listener in one process, through rclrs on the real
 //! rmw, printing what they did. The comparison harness replaces this as the main job.
 
+use clap::Parser;
 use rclrs::*;
-use rclrs_tokio_benchmarks::{monotonic_ns, Args, Latencies};
+use rclrs_tokio_benchmarks::{cli, monotonic_ns, non_ros_args, Latencies};
 use ros_env::rclrs_tokio_msgs::msg::{BenchHeader, BenchMessage};
 use std::{
     sync::{Arc, Mutex},
     time::Duration,
 };
 
+/// The flags; ROS arguments are removed before parsing.
+#[derive(Parser, Debug)]
+#[command(
+    name = "demo",
+    about = "A talker and a listener in one process, through rclrs"
+)]
+struct DemoArgs {
+    /// Messages per second (above 0, at most 100000).
+    #[arg(long = "rate-hz", default_value_t = 1000.0, value_parser = cli::up_to(100_000.0))]
+    rate_hz: f64,
+    /// How long to publish, in seconds (above 0, at most 3600).
+    #[arg(long, default_value_t = 2.0, value_parser = cli::up_to(3600.0))]
+    seconds: f64,
+    /// Payload bytes.
+    #[arg(long, default_value_t = 64)]
+    payload: usize,
+    #[arg(long, default_value = "rclrs_tokio_demo")]
+    topic: String,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::from_env();
-    let rate_hz: f64 = args.get("rate-hz", 1000.0)?;
-    let seconds: f64 = args.get("seconds", 2.0)?;
-    let payload: usize = args.get("payload", 64)?;
-    let topic = args.string("topic", "rclrs_tokio_demo");
+    let args = DemoArgs::parse_from(non_ros_args());
+    let (rate_hz, seconds) = (args.rate_hz, args.seconds);
+    let (payload, topic) = (args.payload, args.topic);
 
     let context = Context::default_from_env()?;
     let mut executor = context.create_basic_executor();

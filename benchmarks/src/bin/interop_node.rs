@@ -5,38 +5,84 @@
 //! prints one JSON line, `{"received": n, "first": .., "last": ..}`, after N messages
 //! or `--timeout-s` seconds, and exits 0 only if all N arrived.
 
+use clap::{Parser, ValueEnum};
 use rclrs::*;
-use rclrs_tokio_benchmarks::{monotonic_ns, Args};
+use rclrs_tokio_benchmarks::{cli, monotonic_ns, non_ros_args};
 use ros_env::rclrs_tokio_msgs::msg::{BenchHeader, BenchMessage};
 use ros_env::std_msgs::msg::String as StringMsg;
+use serde_json::json;
 use std::{
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Role {
+    Talker,
+    Listener,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Kind {
+    /// std_msgs/String
+    Std,
+    /// rclrs_tokio_msgs/BenchMessage
+    Bench,
+}
+
+/// The flags; ROS arguments are removed before parsing.
+#[derive(Parser, Debug)]
+#[command(
+    name = "interop_node",
+    about = "A talker or listener for interop tests"
+)]
+struct InteropArgs {
+    #[arg(long, value_enum, default_value = "listener")]
+    role: Role,
+    /// The message type.
+    #[arg(long = "type", value_enum, default_value = "std")]
+    kind: Kind,
+    #[arg(long, default_value = "interop")]
+    topic: String,
+    /// Messages to publish, or to wait for.
+    #[arg(long, default_value_t = 10)]
+    count: u64,
+    /// The talker's rate.
+    #[arg(long = "rate-hz", default_value_t = 100.0, value_parser = cli::positive)]
+    rate_hz: f64,
+    /// How long to wait for a match (talker) or for every message (listener).
+    #[arg(long = "timeout-s", default_value_t = 20.0, value_parser = cli::positive)]
+    timeout_s: f64,
+}
+
 fn main() {
-    if let Err(err) = run() {
+    let args = InteropArgs::parse_from(non_ros_args());
+    if let Err(err) = run(args) {
         eprintln!("interop_node: {err}");
         std::process::exit(2);
     }
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::from_env();
-    let role = args.string("role", "listener");
-    let kind = args.string("type", "std");
-    let topic = args.string("topic", "interop");
-    let count: u64 = args.get("count", 10)?;
-    let rate_hz: f64 = args.get("rate-hz", 100.0)?;
-    let timeout = Duration::from_secs_f64(args.get("timeout-s", 20.0)?);
+fn run(args: InteropArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let InteropArgs {
+        role,
+        kind,
+        topic,
+        count,
+        rate_hz,
+        timeout_s,
+    } = args;
+    let timeout = Duration::from_secs_f64(timeout_s);
+    let role_name = format!("{role:?}").to_lowercase();
 
     let context = Context::default_from_env()?;
     let mut executor = context.create_basic_executor();
-    let node = executor.create_node(format!("interop_{role}_{}", std::process::id()).as_str())?;
+    let node =
+        executor.create_node(format!("interop_{role_name}_{}", std::process::id()).as_str())?;
     let qos = || topic.as_str().keep_last(1000).reliable();
 
-    match (role.as_str(), kind.as_str()) {
-        ("talker", "std") => {
+    match (role, kind) {
+        (Role::Talker, Kind::Std) => {
             let publisher = node.create_publisher::<StringMsg>(qos())?;
             talk(
                 count,
@@ -50,7 +96,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 },
             )
         }
-        ("talker", "bench") => {
+        (Role::Talker, Kind::Bench) => {
             let publisher = node.create_publisher::<BenchMessage>(qos())?;
             talk(
                 count,
@@ -69,7 +115,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 },
             )
         }
-        ("listener", kind) => {
+        (Role::Listener, kind) => {
             // (received, first seq or text, last seq or text)
             let seen: Arc<Mutex<(u64, String, String)>> = Arc::default();
             let sink = Arc::clone(&seen);
@@ -83,7 +129,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             };
             let _sub_std;
             let _sub_bench;
-            if kind == "std" {
+            if kind == Kind::Std {
                 _sub_std = node.create_subscription(qos(), move |m: StringMsg| record(m.data))?;
             } else {
                 _sub_bench = node.create_subscription(qos(), move |m: BenchMessage| {
@@ -100,16 +146,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
             }
             let s = seen.lock().unwrap();
-            println!(
-                "{{\"received\": {}, \"first\": {:?}, \"last\": {:?}}}",
-                s.0, s.1, s.2
-            );
+            println!("{}", json!({"received": s.0, "first": s.1, "last": s.2}));
             if s.0 < count {
                 return Err(format!("received {} of {count} before the timeout", s.0).into());
             }
             Ok(())
         }
-        (role, kind) => Err(format!("unknown --role {role} / --type {kind}").into()),
     }
 }
 
@@ -133,6 +175,6 @@ fn talk(
     }
     // Reliable delivery of the tail before the publisher goes away.
     std::thread::sleep(Duration::from_millis(500));
-    println!("{{\"published\": {count}}}");
+    println!("{}", json!({ "published": count }));
     Ok(())
 }

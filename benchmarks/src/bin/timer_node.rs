@@ -13,8 +13,12 @@
 //! time per message (X = 0 keeps publishing the same time: paused). Reports the fires
 //! seen against the fires due, and the process CPU.
 
+use clap::Parser;
 use rclrs::*;
-use rclrs_tokio_benchmarks::{monotonic_ns, Args, Latencies, JITTER_HISTOGRAM_EDGES_US};
+use rclrs_tokio_benchmarks::workload::Report;
+use rclrs_tokio_benchmarks::{
+    cli, interrupt, monotonic_ns, non_ros_args, Latencies, JITTER_HISTOGRAM_EDGES_US,
+};
 use rclrs_tokio_executor::CreateTokioExecutor;
 use ros_env::builtin_interfaces::msg::Time as TimeMsg;
 use ros_env::rosgraph_msgs::msg::Clock as ClockMsg;
@@ -30,37 +34,71 @@ fn cpu_ns() -> i64 {
     t.tv_sec * 1_000_000_000 + t.tv_nsec
 }
 
+/// The executor under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum ExecutorName {
+    RclrsTokio,
+    RclrsBasic,
+}
+
+/// The flags (the C++ twin `timer_node_cpp` takes the same ones). ROS arguments are
+/// removed before parsing.
+#[derive(Parser, Debug)]
+#[command(
+    name = "timer_node",
+    about = "Timer benchmarks in one process, printing one JSON line"
+)]
+struct TimerArgs {
+    /// The executor under test.
+    #[arg(long, value_enum, default_value = "rclrs_tokio")]
+    executor: ExecutorName,
+    /// The measured window, in seconds.
+    #[arg(long, default_value_t = 3.0, value_parser = cli::seconds)]
+    seconds: f64,
+    /// Seconds before the window opens (steady-clock timer).
+    #[arg(long = "warmup-s", default_value_t = 0.5, value_parser = cli::seconds)]
+    warmup_s: f64,
+    /// The steady-clock timer's rate.
+    #[arg(long = "rate-hz", default_value_t = 1000.0, value_parser = cli::positive)]
+    rate_hz: f64,
+    /// Follow a simulated /clock advancing this many times wall time (0: paused).
+    #[arg(long = "sim-speed", value_parser = cli::seconds)]
+    sim_speed: Option<f64>,
+    /// The node-time timer's period in ROS seconds (with --sim-speed).
+    #[arg(long = "period-s", default_value_t = 1.0, value_parser = cli::positive)]
+    period_s: f64,
+    /// /clock messages per wall second (with --sim-speed).
+    #[arg(long = "clock-hz", default_value_t = 100.0, value_parser = cli::positive)]
+    clock_hz: f64,
+}
+
 fn main() {
-    if let Err(err) = run() {
+    let args = TimerArgs::parse_from(non_ros_args());
+    if let Err(err) = interrupt::install()
+        .map_err(Into::into)
+        .and_then(|()| run(args))
+    {
         eprintln!("timer_node: {err}");
         std::process::exit(2);
     }
+    if let Some(code) = interrupt::exit_code() {
+        std::process::exit(code);
+    }
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::from_env();
-    let executor_name = args.string("executor", "rclrs_tokio");
-    let seconds: f64 = args.get("seconds", 3.0)?;
-    let warmup: f64 = args.get("warmup-s", 0.5)?;
-    let sim_speed: Option<f64> = match args.string("sim-speed", "").as_str() {
-        "" => None,
-        v => Some(
-            v.parse()
-                .map_err(|_| format!("--sim-speed: cannot parse {v:?}"))?,
-        ),
-    };
+fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let (seconds, warmup) = (args.seconds, args.warmup_s);
     let context = Context::default_from_env()?;
-    let mut executor = match executor_name.as_str() {
-        "rclrs_tokio" => context.create_tokio_executor(),
-        "rclrs_basic" => context.create_basic_executor(),
-        other => return Err(format!("--executor {other}: use rclrs_tokio or rclrs_basic").into()),
+    let (mut executor, executor_name) = match args.executor {
+        ExecutorName::RclrsTokio => (context.create_tokio_executor(), "rclrs_tokio"),
+        ExecutorName::RclrsBasic => (context.create_basic_executor(), "rclrs_basic"),
     };
     let fires: Arc<Mutex<Vec<i64>>> = Arc::default();
     let (stop_tx, stop_rx) = futures::channel::oneshot::channel::<()>();
 
-    let result = if let Some(speed) = sim_speed {
-        let period_s: f64 = args.get("period-s", 1.0)?;
-        let clock_hz: f64 = args.get("clock-hz", 100.0)?;
+    let result = if let Some(speed) = args.sim_speed {
+        let (period_s, clock_hz) = (args.period_s, args.clock_hz);
         let node = executor.create_node(
             format!("timer_sim_{}", std::process::id())
                 .as_str()
@@ -104,11 +142,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let step = Duration::from_secs_f64(1.0 / clock_hz);
         let mut n = 0u64;
         let mut sim_ns = start_ns;
-        while wall0.elapsed() < Duration::from_secs_f64(seconds) {
+        while wall0.elapsed() < Duration::from_secs_f64(seconds) && !interrupt::interrupted() {
             n += 1;
             let due = wall0 + step * n as u32;
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
+            if !interrupt::sleep_until(due) {
+                break;
             }
             sim_ns = start_ns + (speed * wall0.elapsed().as_secs_f64() * 1e9) as i64;
             publish(sim_ns)?;
@@ -120,15 +158,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let (_executor, _errors) = spinning.join().expect("spin thread");
         let expected = ((sim_ns - start_ns) as f64 / 1e9 / period_s).floor() as u64;
         let fired = fires.lock().unwrap().len();
-        format!(
-            "{{\"executor\": \"{executor_name}\", \"sim_speed\": {speed}, \"period_s\": {period_s}, \
-             \"wall_s\": {wall:.3}, \"sim_s\": {:.3}, \"fires\": {fired}, \"expected_fires\": {expected}, \
-             \"cpu_process_pct\": {:.2}}}",
-            (sim_ns - start_ns) as f64 / 1e9,
-            100.0 * cpu / wall,
-        )
+        Report::new()
+            .text("executor", executor_name)
+            .value("sim_speed", speed)
+            .value("period_s", period_s)
+            .num("wall_s", wall, 3)
+            .num("sim_s", (sim_ns - start_ns) as f64 / 1e9, 3)
+            .int("fires", fired as u64)
+            .int("expected_fires", expected)
+            .num("cpu_process_pct", 100.0 * cpu / wall, 2)
     } else {
-        let rate_hz: f64 = args.get("rate-hz", 1000.0)?;
+        let rate_hz = args.rate_hz;
         let node = executor.create_node(format!("timer_rate_{}", std::process::id()).as_str())?;
         let worker = node.create_worker::<()>(());
         let recording = Arc::new(AtomicBool::new(false));
@@ -146,11 +186,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             let errors = executor.spin(SpinOptions::default().until_promise_resolved(stop_rx));
             (executor, errors)
         });
-        std::thread::sleep(Duration::from_secs_f64(warmup));
+        interrupt::sleep_until(Instant::now() + Duration::from_secs_f64(warmup));
         let cpu0 = cpu_ns();
         let t0 = monotonic_ns();
         recording.store(true, Ordering::Relaxed);
-        std::thread::sleep(Duration::from_secs_f64(seconds));
+        interrupt::sleep_until(Instant::now() + Duration::from_secs_f64(seconds));
         recording.store(false, Ordering::Relaxed);
         let t1 = monotonic_ns();
         let cpu = (cpu_ns() - cpu0) as f64 / 1e9;
@@ -163,26 +203,27 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         for pair in fires.windows(2) {
             jitter.push(((pair[1] - pair[0]) as f64 - period_ns).abs() as i64);
         }
-        let q = |p: f64| {
-            jitter
-                .quantile_us(p)
-                .map_or("null".into(), |v| format!("{v:.1}"))
-        };
-        format!(
-            "{{\"executor\": \"{executor_name}\", \"rate_hz\": {rate_hz}, \"window_s\": {wall:.3}, \
-             \"fires\": {}, \"expected_fires\": {}, \"timer_rate_hz\": {:.1}, \
-             \"timer_jitter_p50_us\": {}, \"timer_jitter_p99_us\": {}, \"timer_jitter_max_us\": {}, \
-             \"cpu_process_pct\": {:.2}, \"timer_jitter_hist\": {:?}}}",
-            fires.len(),
-            (wall * rate_hz).round() as u64,
-            fires.len() as f64 / wall,
-            q(0.5),
-            q(0.99),
-            q(1.0),
-            100.0 * cpu / wall,
-            jitter.histogram(&JITTER_HISTOGRAM_EDGES_US),
-        )
+        Report::new()
+            .text("executor", executor_name)
+            .value("rate_hz", rate_hz)
+            .num("window_s", wall, 3)
+            .int("fires", fires.len() as u64)
+            .int("expected_fires", (wall * rate_hz).round() as u64)
+            .num("timer_rate_hz", fires.len() as f64 / wall, 1)
+            .opt("timer_jitter_p50_us", jitter.quantile_us(0.5), 1)
+            .opt("timer_jitter_p99_us", jitter.quantile_us(0.99), 1)
+            .opt("timer_jitter_max_us", jitter.quantile_us(1.0), 1)
+            .num("cpu_process_pct", 100.0 * cpu / wall, 2)
+            .value(
+                "timer_jitter_hist",
+                jitter.histogram(&JITTER_HISTOGRAM_EDGES_US),
+            )
     };
-    println!("{result}");
+    let result = if interrupt::interrupted() {
+        result.flag("interrupted", true)
+    } else {
+        result
+    };
+    println!("{}", result.to_json());
     Ok(())
 }

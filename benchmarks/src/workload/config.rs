@@ -1,10 +1,11 @@
-//! The command line every workload shares.
+//! The command line every workload shares: `clap` parses it ([`BenchArgs`]), then
+//! [`Config::from_args`] checks what depends on more than one flag.
 
-use crate::Args;
+use clap::{Parser, ValueEnum};
 use std::time::Duration;
 
 /// Which workload runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
     /// A message stream (throughput, latency, CPU, fanout).
     Stream,
@@ -17,7 +18,7 @@ pub enum Workload {
 }
 
 /// Which side of a stream this process plays.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Role {
     /// Publisher and subscriptions in this process.
     Both,
@@ -46,6 +47,114 @@ impl Role {
             Role::Both => "both",
             Role::Sub => "sub",
             Role::Pub => "pub",
+        }
+    }
+}
+
+/// The executor under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ExecutorName {
+    /// `rclrs_tokio_executor`.
+    RclrsTokio,
+    /// rclrs's basic executor.
+    RclrsBasic,
+    /// The wait-set take loop of [`crate::raw_rcl`] (stream and scaling only).
+    RawRcl,
+}
+
+/// `--reliability`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum Reliability {
+    /// Reliable.
+    Reliable,
+    /// Best effort.
+    BestEffort,
+}
+
+/// `--callback`: where the subscriptions live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CallbackLevel {
+    /// On a Worker of the node.
+    Worker,
+    /// On the node itself.
+    Node,
+}
+
+/// The flags of `bench_node` (the C++ twin `bench_node_cpp` takes the same ones). ROS
+/// arguments (`--ros-args ... --`) are removed before parsing.
+#[derive(Parser, Clone, Debug)]
+#[command(
+    name = "bench_node",
+    about = "One benchmark run, printing one JSON line of metrics"
+)]
+pub struct BenchArgs {
+    /// The executor under test.
+    #[arg(long, value_enum, default_value = "rclrs_tokio")]
+    pub executor: ExecutorName,
+    /// The workload.
+    #[arg(long, value_enum, default_value = "stream")]
+    pub workload: Workload,
+    /// Which side of a stream this process plays (stream only).
+    #[arg(long, value_enum, default_value = "both")]
+    pub role: Role,
+    /// The base name of every topic and service of the run (default bench_<pid>; the
+    /// sub and pub roles need the same one).
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Payload bytes.
+    #[arg(long, default_value_t = 0)]
+    pub payload: usize,
+    /// QoS reliability.
+    #[arg(long, value_enum, default_value = "reliable")]
+    pub reliability: Reliability,
+    /// QoS depth (keep last).
+    #[arg(long, default_value_t = 1000)]
+    pub depth: u32,
+    /// Messages per second; 0 publishes as fast as possible.
+    #[arg(long = "rate-hz", default_value_t = 0.0, value_parser = crate::cli::seconds)]
+    pub rate_hz: f64,
+    /// Seconds before the window opens.
+    #[arg(long = "warmup-s", default_value_t = 1.0, value_parser = crate::cli::seconds)]
+    pub warmup_s: f64,
+    /// The measured window, in seconds.
+    #[arg(long, default_value_t = 3.0, value_parser = crate::cli::seconds)]
+    pub seconds: f64,
+    /// Record per-message latency in the window.
+    #[arg(long)]
+    pub latency: bool,
+    /// Where the subscriptions live.
+    #[arg(long, value_enum, default_value = "worker")]
+    pub callback: CallbackLevel,
+    /// The Tokio executor's pool size (0: its default).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Subscriptions (fanout).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub subscriptions: u32,
+    /// Workers the subscriptions are spread over.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub workers: u32,
+    /// CPU time each parallel callback burns, in microseconds.
+    #[arg(long = "work-us", default_value_t = 200)]
+    pub work_us: u64,
+    /// A subscriber process ends after this many seconds without a message.
+    #[arg(long = "idle-exit-s", default_value_t = 1.0, value_parser = crate::cli::seconds)]
+    pub idle_exit_s: f64,
+    /// Record where each message's time goes (rclrs_tokio only): the report gets a
+    /// `stages` object, from warm-up to the end of the window.
+    #[arg(long = "stage-tracing")]
+    pub stage_tracing: bool,
+}
+
+impl ExecutorName {
+    /// The name used on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecutorName::RclrsTokio => "rclrs_tokio",
+            ExecutorName::RclrsBasic => "rclrs_basic",
+            ExecutorName::RawRcl => "raw_rcl",
         }
     }
 }
@@ -87,91 +196,55 @@ pub struct Config {
     pub work: Duration,
     /// `--idle-exit-s`: a subscriber process ends after this long without a message.
     pub idle_exit: Duration,
-}
-
-fn seconds(args: &Args, key: &str, default: f64) -> Result<Duration, String> {
-    let value: f64 = args.get(key, default)?;
-    Duration::try_from_secs_f64(value).map_err(|_| format!("--{key}: must be a finite number >= 0"))
+    /// `--stage-tracing`.
+    pub stage_tracing: bool,
 }
 
 impl Config {
-    /// Parse and check the flags.
-    pub fn from_args(args: &Args) -> Result<Self, String> {
-        let workload = match args.string("workload", "stream").as_str() {
-            "stream" => Workload::Stream,
-            "service" => Workload::Service,
-            "scaling" => Workload::Scaling,
-            "parallel" => Workload::Parallel,
-            other => {
-                return Err(format!(
-                    "--workload {other}: use stream, service, scaling or parallel"
-                ))
-            }
-        };
-        let role = match args.string("role", "both").as_str() {
-            "both" => Role::Both,
-            "sub" => Role::Sub,
-            "pub" => Role::Pub,
-            other => return Err(format!("--role {other}: use both, sub or pub")),
-        };
+    /// Check what depends on more than one flag, and keep the result.
+    pub fn from_args(args: BenchArgs) -> Result<Self, String> {
+        let (workload, role) = (args.workload, args.role);
         if role != Role::Both && workload != Workload::Stream {
             return Err(format!(
                 "--role {}: only the stream workload runs across processes",
                 role.name()
             ));
         }
-        let reliable = match args.string("reliability", "reliable").as_str() {
-            "reliable" => true,
-            "best_effort" => false,
-            other => {
-                return Err(format!(
-                    "--reliability {other}: use reliable or best_effort"
-                ))
-            }
-        };
-        let executor = args.string("executor", "rclrs_tokio");
-        if !matches!(executor.as_str(), "rclrs_tokio" | "rclrs_basic" | "raw_rcl") {
-            return Err(format!(
-                "--executor {executor}: use rclrs_tokio, rclrs_basic or raw_rcl"
-            ));
-        }
-        if executor == "raw_rcl" && matches!(workload, Workload::Service | Workload::Parallel) {
+        if args.executor == ExecutorName::RawRcl
+            && matches!(workload, Workload::Service | Workload::Parallel)
+        {
             return Err(format!(
                 "--executor raw_rcl: the raw take loop has no {} workload",
                 workload.name()
             ));
         }
-        let rate_hz: f64 = args.get("rate-hz", 0.0)?;
-        if !(rate_hz >= 0.0 && rate_hz.is_finite()) {
-            return Err("--rate-hz: must be a finite number >= 0".into());
+        if args.stage_tracing && args.executor != ExecutorName::RclrsTokio {
+            return Err("--stage-tracing: only rclrs_tokio traces stages".into());
         }
-        let subscriptions: usize = args.get("subscriptions", 1)?;
-        let workers: usize = args.get("workers", 1)?;
-        if subscriptions == 0 || workers == 0 {
-            return Err("--subscriptions and --workers must be at least 1".into());
-        }
-        let topic = args.string("topic", &format!("bench_{}", std::process::id()));
-        if role != Role::Both && args.string("topic", "").is_empty() {
-            return Err("--topic: the sub and pub roles need the same --topic".into());
-        }
+        let topic = match (&args.topic, role) {
+            (Some(topic), _) => topic.clone(),
+            (None, Role::Both) => format!("bench_{}", std::process::id()),
+            (None, _) => return Err("--topic: the sub and pub roles need the same --topic".into()),
+        };
         Ok(Self {
-            executor,
+            executor: args.executor.name().to_string(),
             workload,
             role,
             topic,
-            payload: args.get("payload", 0)?,
-            reliable,
-            depth: args.get("depth", 1000)?,
-            rate_hz,
-            warmup: seconds(args, "warmup-s", 1.0)?,
-            window: seconds(args, "seconds", 3.0)?,
-            latency: args.get("latency", false)?,
-            node_callback: args.string("callback", "worker") == "node",
-            threads: args.get("threads", 0)?,
-            subscriptions,
-            workers,
-            work: Duration::from_micros(args.get("work-us", 200)?),
-            idle_exit: seconds(args, "idle-exit-s", 1.0)?,
+            payload: args.payload,
+            reliable: args.reliability == Reliability::Reliable,
+            depth: args.depth,
+            rate_hz: args.rate_hz,
+            warmup: Duration::from_secs_f64(args.warmup_s),
+            window: Duration::from_secs_f64(args.seconds),
+            latency: args.latency,
+            node_callback: args.callback == CallbackLevel::Node,
+            threads: args.threads,
+            subscriptions: args.subscriptions as usize,
+            workers: args.workers as usize,
+            work: Duration::from_micros(args.work_us),
+            idle_exit: Duration::from_secs_f64(args.idle_exit_s),
+            stage_tracing: args.stage_tracing,
         })
     }
 

@@ -75,6 +75,7 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     )?;
     let expected = 2 * published.total_sent;
     publishing::settle(&stats.received, expected);
+    let executor_stats = spinner.stats();
     let executor = spinner.stop()?;
     let w = published.window;
     let report = Report::new()
@@ -87,10 +88,12 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .num("rate_hz", config.rate_hz, 1)
         .num("window_s", w.wall_s(), 3)
         .deliveries(expected, stats.received.load(Ordering::Relaxed))
+        .int("queued_at_close", w.queued_at_close(2))
         .num("sent_per_s", 2.0 * w.sent_per_s(), 1)
         .num("received_per_s", w.received_per_s(), 1)
         .num("cpu_process_pct", w.process_cpu_pct(), 1)
-        .num("cpu_executor_pct", w.executor_cpu_pct(), 1);
+        .num("cpu_executor_pct", w.executor_cpu_pct(), 1)
+        .introspection(executor_stats.as_ref());
     drop(subscriptions);
     drop(workers);
     drop(executor);

@@ -9,7 +9,7 @@
 
 use super::stats::Stats;
 use super::Config;
-use crate::{monotonic_ns, process_cpu_ns, thread_cpu_ns};
+use crate::{interrupt, monotonic_ns, process_cpu_ns, thread_cpu_ns};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,6 +86,13 @@ impl Window {
     pub fn received_per_s(&self) -> f64 {
         self.received() as f64 / self.wall_s()
     }
+    /// What was published but not yet delivered when the window closed, with
+    /// `deliveries_per_step` deliveries due per publisher step: the backlog the window's
+    /// received rate does not include. It is delivered afterwards (and counted as
+    /// received, not dropped) or lost (then counted as dropped).
+    pub fn queued_at_close(&self, deliveries_per_step: u64) -> u64 {
+        (self.last.sent * deliveries_per_step).saturating_sub(self.last.received)
+    }
 }
 
 /// What the publisher loop did.
@@ -157,6 +164,14 @@ pub fn publish<E>(
     let mut seq = 0u64;
     loop {
         let now = Instant::now();
+        if interrupt::interrupted() {
+            // SIGINT or SIGTERM: the window ends here (at once, if it had not opened).
+            in_window.store(false, Ordering::Relaxed);
+            let edge = Edge::now(seq, count());
+            first.get_or_insert(edge);
+            last.get_or_insert(edge);
+            break;
+        }
         if first.is_none() && now >= window_start {
             first = Some(Edge::now(seq, count()));
             in_window.store(true, Ordering::Relaxed);
@@ -171,8 +186,8 @@ pub fn publish<E>(
         if let Some(period) = schedule.period {
             // Due times count from the start, so one late step does not shift the rest.
             let due = start + period.mul_f64(seq as f64);
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
+            if !interrupt::sleep_until(due) {
+                continue;
             }
         }
         step(seq)?;
@@ -188,12 +203,19 @@ pub fn publish<E>(
     })
 }
 
-/// Wait (up to one second) for what is still queued to arrive: until the counter
-/// reaches `expected` or stops moving for 50 ms.
+/// How long [`settle`] waits, at most, for a backlog to drain.
+pub const SETTLE_LIMIT: Duration = Duration::from_secs(10);
+
+/// Wait for what is still queued to arrive: until the counter reaches `expected`, stops
+/// moving for 100 ms, [`SETTLE_LIMIT`] has passed, or a signal interrupted the run. A slow executor's backlog keeps
+/// the counter moving, so it is drained and counted as received; only what never
+/// arrives is dropped.
 pub fn settle(received: &AtomicU64, expected: u64) {
+    let limit = Instant::now() + SETTLE_LIMIT;
     let mut seen = received.load(Ordering::Relaxed);
-    for _ in 0..20 {
-        std::thread::sleep(Duration::from_millis(50));
+    // An interrupted run reports at once.
+    while Instant::now() < limit && !interrupt::interrupted() {
+        std::thread::sleep(Duration::from_millis(100));
         let now = received.load(Ordering::Relaxed);
         if now == seen || now >= expected {
             return;

@@ -1,13 +1,15 @@
-//! The one JSON line a run prints: keys in insertion order, numbers, strings, booleans
-//! and `null`.
+//! The one JSON line a run prints: a `serde_json` object whose keys keep the order they
+//! were added in (the `preserve_order` feature), so every run's line reads alike.
 
 use crate::Latencies;
-use std::fmt::Write;
+use rclrs_tokio_executor::{ExecutorStats, StageLatencies};
+use serde::Serialize;
+use serde_json::{json, Map, Number, Value};
 
-/// A flat JSON object built key by key.
-#[derive(Default)]
+/// A JSON object built key by key.
+#[derive(Default, Debug, Clone)]
 pub struct Report {
-    fields: Vec<(String, String)>,
+    fields: Map<String, Value>,
 }
 
 impl Report {
@@ -18,30 +20,34 @@ impl Report {
 
     /// A string value.
     pub fn text(mut self, key: &str, value: &str) -> Self {
-        let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
-        self.fields.push((key.into(), format!("\"{escaped}\"")));
+        self.fields.insert(key.into(), Value::from(value));
         self
     }
 
-    /// An integer value.
+    /// An integer value (null if it fits in neither i64 nor u64).
     pub fn int(mut self, key: &str, value: impl Into<i128>) -> Self {
-        self.fields.push((key.into(), value.into().to_string()));
+        let value = value.into();
+        let json = match (i64::try_from(value), u64::try_from(value)) {
+            (Ok(v), _) => Value::from(v),
+            (_, Ok(v)) => Value::from(v),
+            _ => Value::Null,
+        };
+        self.fields.insert(key.into(), json);
         self
     }
 
-    /// A number with `decimals` digits after the point; NaN and infinities become null.
-    pub fn num(mut self, key: &str, value: f64, decimals: usize) -> Self {
-        let text = if value.is_finite() {
-            format!("{value:.decimals$}")
-        } else {
-            "null".into()
-        };
-        self.fields.push((key.into(), text));
+    /// A number rounded to `decimals` digits after the point; NaN and infinities become
+    /// null.
+    pub fn num(mut self, key: &str, value: f64, decimals: i32) -> Self {
+        let scale = 10f64.powi(decimals);
+        let rounded = (value * scale).round() / scale;
+        let json = Number::from_f64(rounded).map_or(Value::Null, Value::Number);
+        self.fields.insert(key.into(), json);
         self
     }
 
     /// A number, or null.
-    pub fn opt(self, key: &str, value: Option<f64>, decimals: usize) -> Self {
+    pub fn opt(self, key: &str, value: Option<f64>, decimals: i32) -> Self {
         match value {
             Some(v) => self.num(key, v, decimals),
             None => self.null(key),
@@ -50,13 +56,21 @@ impl Report {
 
     /// A boolean value.
     pub fn flag(mut self, key: &str, value: bool) -> Self {
-        self.fields.push((key.into(), value.to_string()));
+        self.fields.insert(key.into(), Value::from(value));
         self
     }
 
     /// `null`: the value is not this process's to know (the harness fills it in).
     pub fn null(mut self, key: &str) -> Self {
-        self.fields.push((key.into(), "null".into()));
+        self.fields.insert(key.into(), Value::Null);
+        self
+    }
+
+    /// Any serializable value: a list, or a nested object (null if it cannot be
+    /// represented in JSON).
+    pub fn value(mut self, key: &str, value: impl Serialize) -> Self {
+        let json = serde_json::to_value(value).unwrap_or(Value::Null);
+        self.fields.insert(key.into(), json);
         self
     }
 
@@ -68,6 +82,35 @@ impl Report {
             .opt("latency_p99_us", q(0.99), 1)
             .opt("latency_p999_us", q(0.999), 1)
             .opt("latency_max_us", q(1.0), 1)
+    }
+
+    /// The Tokio executor's counters, summed over its Workers (`executor_stats`), and,
+    /// while stage tracing was on, each stage's quantiles in µs (`stages`). Nothing
+    /// for the other executors.
+    pub fn introspection(self, stats: Option<&ExecutorStats>) -> Self {
+        let Some(stats) = stats else {
+            return self;
+        };
+        let workers = stats.workers();
+        let sum = |field: fn(&rclrs_tokio_executor::WorkerStats) -> u64| {
+            workers.iter().map(field).sum::<u64>()
+        };
+        let report = self.value(
+            "executor_stats",
+            json!({
+                "workers": workers.len(),
+                "callbacks": sum(|w| w.callbacks),
+                "empty_takes": sum(|w| w.empty_takes),
+                "panics": sum(|w| w.panics),
+                "pending": sum(|w| w.pending),
+                "lingers": sum(|w| w.lingers),
+                "busy_ms": workers.iter().map(|w| w.busy.as_secs_f64() * 1e3).sum::<f64>().round(),
+            }),
+        );
+        match stats.stage_latencies() {
+            Some(stages) => report.value("stages", stage_quantiles(&stages)),
+            None => report,
+        }
     }
 
     /// sent, received, dropped and drop_pct for `expected` deliveries.
@@ -85,16 +128,28 @@ impl Report {
 
     /// The object as one line.
     pub fn to_json(&self) -> String {
-        let mut out = String::from("{");
-        for (i, (key, value)) in self.fields.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            let _ = write!(out, "\"{key}\": {value}");
-        }
-        out.push('}');
-        out
+        Value::Object(self.fields.clone()).to_string()
     }
+}
+
+/// `{stage: {count, p50_us, p99_us, p999_us, max_us}}`, stages in pipeline order.
+fn stage_quantiles(stages: &StageLatencies) -> Value {
+    let us = |d: std::time::Duration| (d.as_secs_f64() * 1e7).round() / 10.0;
+    let mut object = Map::new();
+    for (name, histogram) in stages.stages() {
+        let summary = StageLatencies::summarize(histogram);
+        object.insert(
+            name.into(),
+            json!({
+                "count": summary.count,
+                "p50_us": us(summary.p50),
+                "p99_us": us(summary.p99),
+                "p999_us": us(summary.p999),
+                "max_us": us(summary.max),
+            }),
+        );
+    }
+    Value::Object(object)
 }
 
 #[cfg(test)]
@@ -113,17 +168,13 @@ mod tests {
             .to_json();
         assert_eq!(
             json,
-            "{\"executor\": \"rclrs_\\\"tokio\\\"\", \"sent\": 3, \"rate\": 1.3, \
-             \"bad\": null, \"reliable\": true, \"dropped\": null}"
+            r#"{"executor":"rclrs_\"tokio\"","sent":3,"rate":1.3,"bad":null,"reliable":true,"dropped":null}"#
         );
     }
 
     #[test]
     fn deliveries_count_drops_against_what_was_expected() {
         let json = Report::new().deliveries(8, 6).to_json();
-        assert!(
-            json.contains("\"dropped\": 2, \"drop_pct\": 25.00"),
-            "{json}"
-        );
+        assert!(json.contains(r#""dropped":2,"drop_pct":25.0"#), "{json}");
     }
 }

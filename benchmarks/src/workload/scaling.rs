@@ -10,11 +10,12 @@ use super::spinner::Setup;
 use super::stats::Stats;
 use super::stream;
 use super::{Config, Report};
+use crate::interrupt;
 // The rmw-native message types: taken and published without a conversion copy, as
 // rclcpp takes and publishes its native types.
 use ros_env::rclrs_tokio_msgs::msg::rmw::BenchMessage;
 use std::sync::{atomic::Ordering, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Run the scaling workload.
 pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
@@ -40,9 +41,9 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let spinner = setup.start()?;
 
     // Phase 1: idle.
-    std::thread::sleep(Duration::from_millis(500));
+    interrupt::sleep_until(Instant::now() + Duration::from_millis(500));
     let idle_first = Edge::now(0, 0);
-    std::thread::sleep(config.window);
+    interrupt::sleep_until(Instant::now() + config.window);
     let idle = Window {
         first: idle_first,
         last: Edge::now(0, 0),
@@ -59,6 +60,7 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         },
     )?;
     publishing::settle(&stats.received, published.total_sent);
+    let executor_stats = spinner.stats();
     let executor = spinner.stop()?;
     let w = published.window;
     let per_message_us = 1e6 * w.executor_cpu_s() / w.received().max(1) as f64;
@@ -76,7 +78,8 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .num("cpu_process_pct", w.process_cpu_pct(), 1)
         .num("cpu_executor_pct", w.executor_cpu_pct(), 1)
         .num("idle_cpu_pct", idle.process_cpu_pct(), 2)
-        .num("per_message_us", per_message_us, 2);
+        .num("per_message_us", per_message_us, 2)
+        .introspection(executor_stats.as_ref());
     drop(subscriptions);
     drop(executor);
     Ok(report)

@@ -6,7 +6,7 @@
 use super::publishing::Edge;
 use super::spinner::Setup;
 use super::{Config, Report};
-use crate::{monotonic_ns, Latencies};
+use crate::{interrupt, monotonic_ns, Latencies};
 use rclrs::Promise;
 use ros_env::rclrs_tokio_msgs::msg::BenchHeader;
 use ros_env::rclrs_tokio_msgs::srv::{BenchEcho, BenchEcho_Request, BenchEcho_Response};
@@ -32,6 +32,9 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let result = (|| -> Result<(Edge, Edge, u64, Latencies), String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !client.service_is_ready().map_err(|e| e.to_string())? {
+            if interrupt::interrupted() {
+                break;
+            }
             if Instant::now() > deadline {
                 return Err("the service was not ready within 20 s".into());
             }
@@ -51,8 +54,10 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
             if first.is_none() && now >= opens {
                 first = Some(Edge::now(calls, calls));
             }
-            if now >= closes {
-                last = last.or(Some(Edge::now(calls, calls)));
+            if now >= closes || interrupt::interrupted() {
+                let edge = Edge::now(calls, calls);
+                first.get_or_insert(edge);
+                last = last.or(Some(edge));
                 break;
             }
             request.header.seq = calls;
@@ -69,6 +74,7 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         }
         Ok((first.unwrap(), last.unwrap(), calls, latencies))
     })();
+    let executor_stats = spinner.stats();
     let executor = spinner.stop()?;
     let (first, last, calls, latencies) = result?;
     let window = super::publishing::Window { first, last };
@@ -83,7 +89,8 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .num("received_per_s", window.received_per_s(), 1)
         .num("cpu_process_pct", window.process_cpu_pct(), 1)
         .num("cpu_executor_pct", window.executor_cpu_pct(), 1)
-        .latencies(&latencies);
+        .latencies(&latencies)
+        .introspection(executor_stats.as_ref());
     drop(client);
     drop(executor);
     Ok(report)

@@ -8,7 +8,7 @@
 use super::Config;
 use crate::raw_rcl;
 use rclrs::{Context, CreateBasicExecutor, Executor, SpinOptions};
-use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
+use rclrs_tokio_executor::{CreateTokioExecutor, ExecutorStats, TokioExecutorOptions};
 use std::sync::{
     atomic::{AtomicBool, Ordering},
     Arc,
@@ -23,6 +23,7 @@ pub struct Setup {
     pub executor: Executor,
     capture: raw_rcl::CaptureRuntime,
     raw: bool,
+    stats: Option<ExecutorStats>,
 }
 
 impl Setup {
@@ -30,22 +31,24 @@ impl Setup {
     pub fn new(config: &Config) -> Result<Self, Box<dyn std::error::Error>> {
         let context = Context::default_from_env()?;
         let capture = raw_rcl::CaptureRuntime::default();
-        let executor = match config.executor.as_str() {
+        let (executor, stats) = match config.executor.as_str() {
             "rclrs_tokio" => {
-                let mut options = TokioExecutorOptions::new();
+                let mut options = TokioExecutorOptions::new().stage_tracing(config.stage_tracing);
                 if config.threads > 0 {
                     options = options.worker_threads(config.threads);
                 }
-                context.create_tokio_executor_with(options)?
+                let (executor, stats) = context.create_tokio_executor_with_stats(options)?;
+                (executor, Some(stats))
             }
-            "rclrs_basic" => context.create_basic_executor(),
-            _ => context.create_executor(capture.clone()),
+            "rclrs_basic" => (context.create_basic_executor(), None),
+            _ => (context.create_executor(capture.clone()), None),
         };
         Ok(Self {
             context,
             executor,
             capture,
             raw: config.executor == "raw_rcl",
+            stats,
         })
     }
 
@@ -58,6 +61,7 @@ impl Setup {
             mut executor,
             capture,
             raw,
+            stats,
         } = self;
         let thread = if raw {
             let captured = capture
@@ -81,6 +85,7 @@ impl Setup {
             stop,
             stop_tx: Some(stop_tx),
             thread: Some(thread),
+            stats,
         })
     }
 }
@@ -90,9 +95,17 @@ pub struct Spinner {
     stop: Arc<AtomicBool>,
     stop_tx: Option<futures::channel::oneshot::Sender<()>>,
     thread: Option<JoinHandle<Result<Executor, String>>>,
+    stats: Option<ExecutorStats>,
 }
 
 impl Spinner {
+    /// The Tokio executor's counters (`None` for the other executors). Read them after
+    /// [`Spinner::stop`] and before the executor and the entities are dropped: a
+    /// Worker's counters go with its task.
+    pub fn stats(&self) -> Option<ExecutorStats> {
+        self.stats.clone()
+    }
+
     /// Stop spinning and hand back the executor (drop it after the entities).
     pub fn stop(mut self) -> Result<Executor, String> {
         self.stop.store(true, Ordering::Relaxed);

@@ -13,7 +13,7 @@ use super::publishing::{self, Edge, Schedule, Window};
 use super::spinner::Setup;
 use super::stats::Stats;
 use super::{Config, Report, Role};
-use crate::monotonic_ns;
+use crate::{interrupt, monotonic_ns};
 use rclrs::{CreateBasicExecutor, Node};
 // The rmw-native message types: taken and published without a conversion copy, as
 // rclcpp takes and publishes its native types.
@@ -130,17 +130,23 @@ fn both(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     )?;
     let expected = published.total_sent * config.subscriptions as u64;
     publishing::settle(&stats.received, expected);
+    let executor_stats = spinner.stats();
     let executor = spinner.stop()?;
     let received = stats.received.load(Ordering::Relaxed);
     let w = published.window;
     let report = header(config)
         .num("window_s", w.wall_s(), 3)
         .deliveries(expected, received)
+        .int(
+            "queued_at_close",
+            w.queued_at_close(config.subscriptions as u64),
+        )
         .num("sent_per_s", w.sent_per_s(), 1)
         .num("received_per_s", w.received_per_s(), 1)
         .num("cpu_process_pct", w.process_cpu_pct(), 1)
         .num("cpu_executor_pct", w.executor_cpu_pct(), 1)
-        .latencies(&stats.latencies());
+        .latencies(&stats.latencies())
+        .introspection(executor_stats.as_ref());
     drop(subscriptions);
     drop(executor);
     Ok(report)
@@ -199,22 +205,32 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         // The window opens `warmup` after the first arrival.
         let deadline = Instant::now() + Duration::from_secs(30);
         while count() == 0 {
+            if interrupt::interrupted() {
+                let edge = Edge::now(0, 0);
+                return Ok(Window {
+                    first: edge,
+                    last: edge,
+                });
+            }
             if Instant::now() > deadline {
                 return Err("no message arrived within 30 s".to_string());
             }
             std::thread::sleep(Duration::from_millis(2));
         }
         let opens = Instant::now() + config.warmup;
-        sleep_until(opens);
+        interrupt::sleep_until(opens);
         stats.in_window.store(true, Ordering::Relaxed);
         let first = Edge::now(0, count());
-        sleep_until(opens + config.window);
+        interrupt::sleep_until(opens + config.window);
         stats.in_window.store(false, Ordering::Relaxed);
         let last = Edge::now(0, count());
+        if interrupt::interrupted() {
+            return Ok(Window { first, last });
+        }
         // Count on until the publisher has gone quiet.
         let mut seen = count();
         let mut quiet_since = Instant::now();
-        while quiet_since.elapsed() < config.idle_exit {
+        while quiet_since.elapsed() < config.idle_exit && !interrupt::interrupted() {
             std::thread::sleep(Duration::from_millis(20));
             let now = count();
             if now != seen {
@@ -228,6 +244,7 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         }
         Ok(Window { first, last })
     })();
+    let executor_stats = spinner.stats();
     let executor = spinner.stop()?;
     let window = result?;
     let report = header(config)
@@ -236,12 +253,14 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .int("received", stats.received.load(Ordering::Relaxed))
         .null("dropped")
         .null("drop_pct")
+        .null("queued_at_close")
         .null("sent_per_s")
         .num("received_per_s", window.received_per_s(), 1)
         // No publisher here: the process is the executor and the middleware.
         .num("cpu_process_pct", window.process_cpu_pct(), 1)
         .num("cpu_executor_pct", window.process_cpu_pct(), 1)
-        .latencies(&stats.latencies());
+        .latencies(&stats.latencies())
+        .introspection(executor_stats.as_ref());
     drop(subscriptions);
     drop(executor);
     Ok(report)
@@ -253,10 +272,4 @@ fn window_starved(first: Edge, last: Edge, config: &Config) -> bool {
     let window = Window { first, last };
     config.rate_hz > 0.0
         && window.received_per_s() < 0.1 * config.rate_hz * config.subscriptions as f64
-}
-
-fn sleep_until(when: Instant) {
-    if let Some(wait) = when.checked_duration_since(Instant::now()) {
-        std::thread::sleep(wait);
-    }
 }

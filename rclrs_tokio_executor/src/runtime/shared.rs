@@ -32,12 +32,14 @@ pub(crate) struct ExecutorShared {
     pub(crate) lingering: AtomicUsize,
     pub(crate) max_lingering: usize,
     shutdown: AtomicBool,
+    /// SIGINT and SIGTERM end this executor's spins (`stop_on_signals`).
+    pub(crate) stops_on_signals: bool,
     /// The clock task's control channel, once a `/clock` subscription appeared.
     clock_task: std::sync::OnceLock<UnboundedSender<Control>>,
 }
 
 impl ExecutorShared {
-    pub(crate) fn new(threads: Threads) -> Arc<Self> {
+    pub(crate) fn new(threads: Threads, stops_on_signals: bool) -> Arc<Self> {
         Arc::new(Self {
             gate: SpinGate::default(),
             threads,
@@ -49,6 +51,7 @@ impl ExecutorShared {
             max_lingering: std::thread::available_parallelism()
                 .map_or(0, |n| n.get().saturating_sub(1)),
             shutdown: AtomicBool::new(false),
+            stops_on_signals,
             clock_task: std::sync::OnceLock::new(),
         })
     }
@@ -85,5 +88,10 @@ impl ExecutorShared {
 
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shutdown.load(Ordering::SeqCst)
+    }
+
+    /// SIGINT or SIGTERM arrived, and this executor's spins stop on it.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.stops_on_signals && crate::runtime::signals::received().is_some()
     }
 }

@@ -9,6 +9,8 @@
 //! Stop conditions, as with the rclrs basic executor:
 //! - `halt_spinning` (rclrs calls `wake_all_wait_sets`, which wakes this future);
 //! - the context is no longer valid (checked whenever the future wakes);
+//! - SIGINT or SIGTERM, for an executor with `stop_on_signals` (see `signals`):
+//!   reported with the error `is_interrupted_error` recognises;
 //! - `until_promise_resolved`: the promise resolves or its sender is dropped;
 //! - `timeout`: reported as `RclReturnCode::Timeout` (one per Worker, as the basic
 //!   executor reports one per wait set), even if work was done. A timeout too large for
@@ -58,6 +60,9 @@ pub(crate) async fn spin(
     if !context.ok() || shared.is_shut_down() {
         return Vec::new();
     }
+    if shared.interrupted() {
+        return vec![crate::error::interrupted()];
+    }
     if options
         .timeout
         .is_some_and(|t| t.as_nanos() > i64::MAX as u128)
@@ -103,6 +108,10 @@ pub(crate) async fn spin(
         tokio::pin!(woken);
         woken.as_mut().enable();
         if halt_spinning.load(Ordering::Acquire) || !context.ok() || shared.is_shut_down() {
+            break;
+        }
+        if shared.interrupted() {
+            errors.push(crate::error::interrupted());
             break;
         }
         if only_next && gate.work_done() > work_seen && backlog.is_processed() {

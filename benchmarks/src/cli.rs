@@ -1,0 +1,51 @@
+//! Value parsers the nodes' clap command lines share: numbers that must become a
+//! `Duration` (or the period of a rate) are checked while parsing, so a bad value is a
+//! clap error (exit 2) naming the flag, never a panic later.
+
+use std::time::Duration;
+
+/// A number of seconds: finite, at least 0, small enough to be a `Duration`.
+pub fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if Duration::try_from_secs_f64(v).is_ok() => Ok(v),
+        _ => Err(format!("{text:?} is not a finite number >= 0")),
+    }
+}
+
+/// A rate or a period: above 0, and both it and its inverse fit a `Duration` in seconds.
+pub fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v)
+            if v > 0.0
+                && Duration::try_from_secs_f64(v).is_ok()
+                && Duration::try_from_secs_f64(1.0 / v).is_ok() =>
+        {
+            Ok(v)
+        }
+        _ => Err(format!("{text:?} is not a finite number > 0")),
+    }
+}
+
+/// A parser for a number above 0 and at most `most`.
+pub fn up_to(most: f64) -> impl Fn(&str) -> Result<f64, String> + Clone {
+    move |text| match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= most => Ok(v),
+        _ => Err(format!(
+            "{text:?} is not a number above 0 and at most {most}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_that_cannot_be_durations_are_refused() {
+        assert_eq!(seconds("1.5"), Ok(1.5));
+        assert!(seconds("-1").is_err() && seconds("1e300").is_err() && seconds("nan").is_err());
+        assert_eq!(positive("1000"), Ok(1000.0));
+        assert!(positive("0").is_err() && positive("1e-300").is_err());
+        assert!(up_to(10.0)("10").is_ok() && up_to(10.0)("10.5").is_err());
+    }
+}
