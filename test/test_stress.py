@@ -49,8 +49,11 @@ def test_sim_clock_timers_fire_as_with_the_basic_executor():
     tokio, _ = stress('r6-sim-clock', 'tokio')
     basic, _ = stress('r6-sim-clock', 'basic')
     for phase, fires in basic['figures'].items():
-        assert abs(tokio['figures'][phase] - fires) <= 2, (
-            f'{phase}: tokio {tokio["figures"][phase]}, basic {fires}')
+        # Within 2 fires, or 10% on a loaded machine, where a late wake-up makes rcl skip
+        # the periods it missed (the basic executor was seen firing 45 of 50).
+        theirs = tokio['figures'][phase]
+        assert abs(theirs - fires) <= max(2, round(0.1 * max(theirs, fires))), (
+            f'{phase}: tokio {theirs}, basic {fires}')
 
 
 def test_churn_is_clean_under_valgrind():

@@ -41,7 +41,7 @@ _STREAMS = {
     'cpu_10kHz': (('--payload', '0', *_RELIABLE_1000, '--rate-hz', '10000'),
                   'cpu_executor_pct', False, 'cpu_process_pct'),
 }
-_NO_RAW = frozenset({'raw_rcl'})
+_NO_RAW = frozenset({'raw_rcl', 'raw_push'})
 
 SCENARIOS: dict[str, Scenario] = {}
 # Node-level callbacks (`node.create_subscription`, as in the rclcpp anchors) for the
@@ -77,7 +77,7 @@ for _m in (1, 2):
         'received_per_s', True, 'drop_pct', not_for=_NO_RAW)
 
 # Timer scenarios run the timer nodes: steady-clock rate, and sim time via /clock.
-_NO_TIMER = frozenset({'raw_rcl', 'rclrs_tokio_traced'})
+_NO_TIMER = frozenset({'raw_rcl', 'raw_push', 'rclrs_tokio_traced'})
 for _name, _args, _metric, _extra in [
         ('timer_1kHz', ('--rate-hz', '1000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
         ('timer_10kHz', ('--rate-hz', '10000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
@@ -105,6 +105,8 @@ EXECUTORS = {
     'rclrs_tokio_traced': ('rclrs_tokio_benchmarks', 'bench_node', None),
     'rclrs_basic': ('rclrs_tokio_benchmarks', 'bench_node', 'timer_node'),
     'raw_rcl': ('rclrs_tokio_benchmarks', 'bench_node', None),
+    # The push-driven floor: rcl push callbacks unpark one thread that takes until empty.
+    'raw_push': ('rclrs_tokio_benchmarks', 'bench_node', None),
     'rclcpp_single': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
     'rclcpp_multi': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
     'rclcpp_events': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),

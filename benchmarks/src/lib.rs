@@ -6,6 +6,7 @@
 pub mod cli;
 mod ffi;
 pub mod interrupt;
+pub mod raw_push;
 pub mod raw_rcl;
 pub mod stress;
 pub mod workload;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <csignal>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -452,6 +453,59 @@ inline int guarded_main(const char * program, const std::function<int()> & body)
       rclcpp::shutdown();
     }
     return kExitError;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// SIGINT and SIGTERM
+// ---------------------------------------------------------------------------------------
+// rclcpp's signal handler shuts the context down, then calls the handler that was
+// installed before it: record_signal, which keeps the signal's number for the exit code.
+// A node stops its window when interrupted() turns true, prints what it measured marked
+// "interrupted", and exits with 128 + the signal's number (130 SIGINT, 143 SIGTERM).
+
+inline volatile std::sig_atomic_t g_signal = 0;
+
+inline void record_signal(int number)
+{
+  if (g_signal == 0) {
+    g_signal = number;
+  }
+}
+
+/// Install record_signal for SIGINT and SIGTERM; call before rclcpp::init.
+inline void record_signals()
+{
+  std::signal(SIGINT, record_signal);
+  std::signal(SIGTERM, record_signal);
+}
+
+/// True once SIGINT or SIGTERM arrived (or the context was shut down); after rclcpp::init.
+inline bool interrupted()
+{
+  return g_signal != 0 || !rclcpp::ok();
+}
+
+/// 128 + the signal's number (SIGINT if the context was shut down some other way).
+inline int interrupted_exit_code()
+{
+  return 128 + (g_signal != 0 ? static_cast<int>(g_signal) : SIGINT);
+}
+
+/// Sleep until `due`, or until interrupted (checked every 10 ms); false if interrupted.
+template<typename TimePoint>
+bool sleep_until(TimePoint due)
+{
+  for (;;) {
+    if (interrupted()) {
+      return false;
+    }
+    const auto now = TimePoint::clock::now();
+    if (now >= due) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
+        due - now, std::chrono::milliseconds(10)));
   }
 }
 

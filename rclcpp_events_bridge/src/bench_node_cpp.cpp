@@ -174,6 +174,7 @@ int run(int argc, char ** argv)
   // An executor this rclcpp lacks is reported (exit 3) before anything is set up.
   bench::validate_executor(config.executor);
 
+  bench::record_signals();
   rclcpp::init(argc, argv);
   int code = 0;
   switch (config.workload) {
@@ -182,7 +183,12 @@ int run(int argc, char ** argv)
     case workloads::Workload::Scaling: code = workloads::run_scaling(config); break;
     case workloads::Workload::Parallel: code = workloads::run_parallel(config); break;
   }
-  rclcpp::shutdown();
+  if (code == 0 && bench::interrupted()) {
+    code = bench::interrupted_exit_code();
+  }
+  if (rclcpp::ok()) {
+    rclcpp::shutdown();
+  }
   return code;
 }
 

@@ -126,8 +126,11 @@ std::string run_sim_time(
   int64_t sim_ns = start_ns;
   while (Clock::now() - wall0 < duration) {
     ++n;
-    std::this_thread::sleep_until(
-      wall0 + std::chrono::nanoseconds(static_cast<int64_t>(step_ns * static_cast<double>(n))));
+    if (!bench::sleep_until(
+        wall0 + std::chrono::nanoseconds(static_cast<int64_t>(step_ns * static_cast<double>(n)))))
+    {
+      break;
+    }
     const double elapsed_s = std::chrono::duration<double>(Clock::now() - wall0).count();
     sim_ns = start_ns + static_cast<int64_t>(speed * elapsed_s * 1e9);
     publish(sim_ns);
@@ -183,11 +186,11 @@ std::string run_rate(
 
   executor.add_node(node);
   bench::SpinThread spinning(executor);
-  std::this_thread::sleep_for(bench::seconds_to_ns(warmup));
+  bench::sleep_until(Clock::now() + bench::seconds_to_ns(warmup));
   const int64_t cpu0 = bench::process_cpu_ns();
   const int64_t t0 = bench::monotonic_ns();
   recording.store(true, std::memory_order_relaxed);
-  std::this_thread::sleep_for(bench::seconds_to_ns(seconds));
+  bench::sleep_until(Clock::now() + bench::seconds_to_ns(seconds));
   recording.store(false, std::memory_order_relaxed);
   const int64_t t1 = bench::monotonic_ns();
   const double cpu = static_cast<double>(bench::process_cpu_ns() - cpu0) / 1e9;
@@ -235,6 +238,7 @@ int run(int argc, char ** argv)
   // An executor this rclcpp lacks is reported (exit 3) before anything is set up.
   bench::validate_executor(executor_name);
 
+  bench::record_signals();
   rclcpp::init(argc, argv);
   const std::string pid = std::to_string(::getpid());
   std::string result;
@@ -244,10 +248,18 @@ int run(int argc, char ** argv)
       run_sim_time(args, executor_name, *executor, speed, seconds, pid) :
       run_rate(args, executor_name, *executor, seconds, warmup, pid);
   }
+  const bool interrupted = bench::interrupted();
+  if (interrupted && !result.empty() && result.back() == '}') {
+    // What was measured up to the signal, marked as such.
+    result.pop_back();
+    result += ", \"interrupted\": true}";
+  }
   std::printf("%s\n", result.c_str());
   std::fflush(stdout);
-  rclcpp::shutdown();
-  return 0;
+  if (rclcpp::ok()) {
+    rclcpp::shutdown();
+  }
+  return interrupted ? bench::interrupted_exit_code() : 0;
 }
 
 }  // namespace

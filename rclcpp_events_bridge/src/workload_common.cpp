@@ -91,9 +91,10 @@ std::vector<rclcpp::Subscription<BenchMessage>::SharedPtr> subscribe(
 
 void settle(const Stats & stats, uint64_t expected)
 {
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   uint64_t seen = stats.count();
-  for (int i = 0; i < 20; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (std::chrono::steady_clock::now() < limit && !bench::interrupted()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const uint64_t now = stats.count();
     if (now == seen || now >= expected) {
       return;
@@ -119,6 +120,11 @@ bench::Json message_report(
   if (totals.sent) {
     const uint64_t dropped =
       totals.expected > totals.received ? totals.expected - totals.received : 0;
+    // Deliveries due per message sent (the subscriptions per topic), for the backlog
+    // still queued when the window closed.
+    const uint64_t per_sent = *totals.sent ? totals.expected / *totals.sent : 1;
+    const uint64_t due = window.last.sent * per_sent;
+    const uint64_t queued = due > window.last.received ? due - window.last.received : 0;
     json.integer("sent", *totals.sent)
     .integer("received", totals.received)
     .integer("dropped", dropped)
@@ -126,11 +132,12 @@ bench::Json message_report(
       "drop_pct",
       100.0 * static_cast<double>(dropped) /
       static_cast<double>(std::max<uint64_t>(totals.expected, 1)), 2)
+    .integer("queued_at_close", queued)
     .number(
       "sent_per_s", static_cast<double>(window.last.sent - window.first.sent) / wall_s, 1);
   } else {
     json.null("sent").integer("received", totals.received).null("dropped").null("drop_pct")
-    .null("sent_per_s");
+    .null("queued_at_close").null("sent_per_s");
   }
   return json.number("received_per_s", static_cast<double>(window.received()) / wall_s, 1)
          .number("cpu_process_pct", 100.0 * window.process_cpu_s() / wall_s, 1)
@@ -156,7 +163,11 @@ void stop_spinning(bench::SpinThread & spinning)
 
 void print(const bench::Json & json)
 {
-  std::printf("%s\n", json.line().c_str());
+  bench::Json line = json;
+  if (bench::interrupted()) {
+    line.flag("interrupted", true);
+  }
+  std::printf("%s\n", line.line().c_str());
   std::fflush(stdout);
 }
 

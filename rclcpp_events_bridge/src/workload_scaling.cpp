@@ -48,10 +48,10 @@ int run_scaling(const Config & config)
   bench::SpinThread spinning(*executor);
 
   // Phase 1: idle.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  bench::sleep_until(Clock::now() + std::chrono::milliseconds(500));
   Window idle;
   idle.first = Edge::now(0, 0);
-  std::this_thread::sleep_for(bench::seconds_to_ns(config.window_s));
+  bench::sleep_until(Clock::now() + bench::seconds_to_ns(config.window_s));
   idle.last = Edge::now(0, 0);
 
   // Phase 2: one topic at the rate.

@@ -59,8 +59,11 @@ Calls drive(const Config & config, rclcpp::Client<BenchEcho> & client)
       calls.window.first = Edge::now(calls.completed, calls.completed);
       opened = true;
     }
-    if (now >= closes) {
+    if (now >= closes || bench::interrupted()) {
       calls.window.last = Edge::now(calls.completed, calls.completed);
+      if (!opened) {
+        calls.window.first = calls.window.last;
+      }
       break;
     }
     request->header.seq = calls.completed;

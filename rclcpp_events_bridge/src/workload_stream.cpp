@@ -196,14 +196,15 @@ int run_sub(const Config & config)
   bench::SpinThread spinning(*executor);
 
   const int64_t started_ns = bench::monotonic_ns();
-  while (stats.first_arrival_ns.load() == 0) {
+  while (stats.first_arrival_ns.load() == 0 && !bench::interrupted()) {
     if (bench::monotonic_ns() - started_ns > kFirstMessageTimeoutNs) {
       throw std::runtime_error("no message arrived on " + config.topic + " within 30 s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 
-  const int64_t first_ns = stats.first_arrival_ns.load();
+  const int64_t first_ns =
+    bench::interrupted() ? bench::monotonic_ns() : stats.first_arrival_ns.load();
   const int64_t idle_exit_ns = bench::seconds_to_ns(config.idle_exit_s).count();
   // A few wake-ups per idle period, at most 20 per second: negligible CPU.
   const int64_t poll_ns = std::clamp<int64_t>(idle_exit_ns / 4, 1000000, 50000000);
@@ -211,11 +212,11 @@ int run_sub(const Config & config)
   const auto sleep_until = [&](int64_t due_ns) {
       for (;;) {
         const int64_t now = bench::monotonic_ns();
-        if (now >= due_ns) {
+        if (now >= due_ns || bench::interrupted()) {
           return;
         }
         std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(poll_ns, due_ns - now)));
-        if (activity.idle_ns() >= idle_exit_ns) {
+        if (activity.idle_ns() >= idle_exit_ns && !bench::interrupted()) {
           throw std::runtime_error("the publisher stopped before the window ended");
         }
       }
@@ -237,7 +238,7 @@ int run_sub(const Config & config)
   window.last = edge();
 
   // Count the rest of the stream until it stops.
-  while (activity.idle_ns() < idle_exit_ns) {
+  while (activity.idle_ns() < idle_exit_ns && !bench::interrupted()) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(poll_ns));
   }
   stop_spinning(spinning);

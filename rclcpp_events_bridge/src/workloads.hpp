@@ -198,6 +198,21 @@ Published publish(const Schedule & schedule, Stats & stats, Step && step)
   uint64_t sent = 0;
   for (;;) {
     const auto now = Clock::now();
+    if (bench::interrupted()) {
+      // SIGINT or SIGTERM: the window ends here (at once, if it had not opened), and
+      // nothing more is published.
+      stats.in_window.store(false, std::memory_order_relaxed);
+      const Edge edge = Edge::now(sent, stats.count());
+      if (!opened) {
+        out.window.first = edge;
+        opened = true;
+      }
+      if (!closed) {
+        out.window.last = edge;
+        closed = true;
+      }
+      break;
+    }
     if (!opened && now >= opens) {
       out.window.first = Edge::now(sent, stats.count());
       opened = true;
@@ -215,7 +230,9 @@ Published publish(const Schedule & schedule, Stats & stats, Step && step)
       // Due times from the start, so a late step does not shift the ones after it.
       const auto due = start + std::chrono::nanoseconds(
         static_cast<int64_t>(period_ns * static_cast<double>(seq)));
-      std::this_thread::sleep_until(due);
+      if (!bench::sleep_until(due)) {
+        continue;
+      }
     }
     sent += step(seq);
     ++seq;
@@ -233,8 +250,9 @@ auto on_own_thread(Body && body)
   return std::async(std::launch::async, std::forward<Body>(body)).get();
 }
 
-/// Wait (up to one second) for what is still queued to arrive: until the counter
-/// reaches `expected` or stops moving for 50 ms.
+/// Wait for what is still queued to arrive: until the counter reaches `expected`, stops
+/// moving for 100 ms, or 10 s have passed. A slow executor's backlog keeps the counter
+/// moving, so it drains and counts as received; only what never arrives is dropped.
 void settle(const Stats & stats, uint64_t expected);
 
 /// One publisher step: number and time-stamp `msg`, then publish it. Returns 1 (sent).
@@ -258,13 +276,15 @@ struct Totals
 
 /// The keys of a message workload, in the order of the original bench_node_cpp line:
 /// workload, role, executor, payload, reliable, depth, rate_hz, window_s, sent,
-/// received, dropped, drop_pct, sent_per_s, received_per_s, cpu_process_pct,
+/// received, dropped, drop_pct, queued_at_close (published but not yet delivered when
+/// the window closed), sent_per_s, received_per_s, cpu_process_pct,
 /// cpu_executor_pct and the latency keys. Callers append their own keys.
 bench::Json message_report(
   const Config & config, const Window & window, const Totals & totals,
   const bench::Latencies & latencies);
 
-/// Print the line on stdout (one line, flushed).
+/// Print the line on stdout (one line, flushed), with "interrupted": true when SIGINT or
+/// SIGTERM cut the run short.
 void print(const bench::Json & json);
 
 // ---------------------------------------------------------------------------------------

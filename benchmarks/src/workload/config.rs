@@ -61,6 +61,8 @@ pub enum ExecutorName {
     RclrsBasic,
     /// The wait-set take loop of [`crate::raw_rcl`] (stream and scaling only).
     RawRcl,
+    /// The push-driven take loop of [`crate::raw_push`] (stream and scaling only).
+    RawPush,
 }
 
 /// `--reliability`.
@@ -155,6 +157,7 @@ impl ExecutorName {
             ExecutorName::RclrsTokio => "rclrs_tokio",
             ExecutorName::RclrsBasic => "rclrs_basic",
             ExecutorName::RawRcl => "raw_rcl",
+            ExecutorName::RawPush => "raw_push",
         }
     }
 }
@@ -162,7 +165,7 @@ impl ExecutorName {
 /// Every flag of `bench_node`, parsed and checked.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// `--executor`: rclrs_tokio, rclrs_basic or raw_rcl.
+    /// `--executor`: rclrs_tokio, rclrs_basic, raw_rcl or raw_push.
     pub executor: String,
     /// `--workload`.
     pub workload: Workload,
@@ -210,11 +213,12 @@ impl Config {
                 role.name()
             ));
         }
-        if args.executor == ExecutorName::RawRcl
+        if matches!(args.executor, ExecutorName::RawRcl | ExecutorName::RawPush)
             && matches!(workload, Workload::Service | Workload::Parallel)
         {
             return Err(format!(
-                "--executor raw_rcl: the raw take loop has no {} workload",
+                "--executor {}: the raw take loop has no {} workload",
+                args.executor.name(),
                 workload.name()
             ));
         }

@@ -3,10 +3,11 @@
 //! Every workload creates its entities first, then starts the executor on its own
 //! thread with [`Spinner::start`], as the rclcpp nodes do, and stops it with
 //! [`Spinner::stop`] once the measurement is over. `raw_rcl` has no executor: its
-//! thread runs the raw take loop over the one Worker the capture runtime recorded.
+//! thread runs the raw take loop over the one Worker the capture runtime recorded, and
+//! `raw_push` has its thread drain that Worker on push callbacks.
 
 use super::Config;
-use crate::raw_rcl;
+use crate::{raw_push, raw_rcl};
 use rclrs::{Context, CreateBasicExecutor, Executor, SpinOptions};
 use rclrs_tokio_executor::{CreateTokioExecutor, ExecutorStats, TokioExecutorOptions};
 use std::sync::{
@@ -22,8 +23,17 @@ pub struct Setup {
     /// The executor under test; entities are created through its nodes.
     pub executor: Executor,
     capture: raw_rcl::CaptureRuntime,
-    raw: bool,
+    raw: Option<RawLoop>,
     stats: Option<ExecutorStats>,
+}
+
+/// The executor-less floors.
+#[derive(Clone, Copy)]
+enum RawLoop {
+    /// An rcl wait set ([`raw_rcl::drain_loop`]).
+    WaitSet,
+    /// rcl push callbacks ([`raw_push::drain_on_push`]).
+    Push,
 }
 
 impl Setup {
@@ -47,7 +57,11 @@ impl Setup {
             context,
             executor,
             capture,
-            raw: config.executor == "raw_rcl",
+            raw: match config.executor.as_str() {
+                "raw_rcl" => Some(RawLoop::WaitSet),
+                "raw_push" => Some(RawLoop::Push),
+                _ => None,
+            },
             stats,
         })
     }
@@ -63,13 +77,17 @@ impl Setup {
             raw,
             stats,
         } = self;
-        let thread = if raw {
+        let thread = if let Some(raw) = raw {
             let captured = capture
                 .take_last_worker()
                 .ok_or("the raw loop found no Worker")?;
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
-                raw_rcl::drain_loop(&context, captured, stop).map_err(|e| e.to_string())?;
+                match raw {
+                    RawLoop::WaitSet => raw_rcl::drain_loop(&context, captured, stop),
+                    RawLoop::Push => raw_push::drain_on_push(captured, stop),
+                }
+                .map_err(|e| e.to_string())?;
                 Ok(executor)
             })
         } else {

@@ -26,15 +26,16 @@ use std::sync::{
 use std::time::{Duration, Instant};
 
 /// Create one subscription per entry of `topics`, round-robin over `config.workers`
-/// Workers (node-level ones for `--callback node` with one Worker; raw_rcl always one
-/// Worker, the one its take loop drains). The returned handles keep them alive.
+/// Workers (node-level ones for `--callback node` with one Worker; raw_rcl and raw_push
+/// always one Worker, the one their take loop drains). The returned handles keep them
+/// alive.
 pub fn subscribe(
     node: &Node,
     config: &Config,
     topics: &[String],
     stats: &Arc<Stats>,
 ) -> Result<Vec<Box<dyn Any>>, rclrs::RclrsError> {
-    let raw = config.executor == "raw_rcl";
+    let raw = matches!(config.executor.as_str(), "raw_rcl" | "raw_push");
     let mut handles: Vec<Box<dyn Any>> = Vec::new();
     if config.node_callback && config.workers == 1 && !raw {
         for topic in topics {

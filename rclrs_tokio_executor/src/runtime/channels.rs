@@ -56,6 +56,7 @@ impl WorkerChannel for TokioWorkerChannel {
     fn add_to_wait_set(&self, new_entity: Waitable) {
         // Fails only after the executor was dropped; the entity is dropped with it.
         let _ = self.control.send(Control::Add(new_entity));
+        self.shared.note_entities_changed();
     }
 
     fn send_payload_task(&self, f: PayloadTask) {

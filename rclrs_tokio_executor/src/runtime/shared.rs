@@ -32,6 +32,10 @@ pub(crate) struct ExecutorShared {
     pub(crate) lingering: AtomicUsize,
     pub(crate) max_lingering: usize,
     shutdown: AtomicBool,
+    /// Entities were added since the last spin began: as the basic executor's wait set,
+    /// whose guard condition such a change triggers, the next `spin_once` counts that
+    /// as its unit of work (see `spin.rs`).
+    entities_changed: AtomicBool,
     /// SIGINT and SIGTERM end this executor's spins (`stop_on_signals`).
     pub(crate) stops_on_signals: bool,
     /// The clock task's control channel, once a `/clock` subscription appeared.
@@ -51,6 +55,7 @@ impl ExecutorShared {
             max_lingering: std::thread::available_parallelism()
                 .map_or(0, |n| n.get().saturating_sub(1)),
             shutdown: AtomicBool::new(false),
+            entities_changed: AtomicBool::new(false),
             stops_on_signals,
             clock_task: std::sync::OnceLock::new(),
         })
@@ -88,6 +93,17 @@ impl ExecutorShared {
 
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shutdown.load(Ordering::SeqCst)
+    }
+
+    /// Record that entities were added, and wake a spin in progress to see it.
+    pub(crate) fn note_entities_changed(&self) {
+        self.entities_changed.store(true, Ordering::Release);
+        self.wake_spin.notify_waiters();
+    }
+
+    /// Whether entities were added since the last call (which clears it).
+    pub(crate) fn take_entities_changed(&self) -> bool {
+        self.entities_changed.swap(false, Ordering::AcqRel)
     }
 
     /// SIGINT or SIGTERM arrived, and this executor's spins stop on it.

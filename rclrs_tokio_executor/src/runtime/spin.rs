@@ -17,7 +17,8 @@
 //!   rcl (above `i64::MAX` nanoseconds) is refused with `InvalidArgument`, as the basic
 //!   executor refuses it;
 //! - `only_next_available_work`: once a unit of work has run and the backlog (below)
-//!   has had its pass;
+//!   has had its pass. Entities added since the previous spin count as a unit of work,
+//!   as the guard condition they trigger does for the basic executor's wait set;
 //! - a runtime passed as `runtime_handle` that has not run a task of ours after
 //!   [`RUNTIME_PROBE`]: reported with the error [`is_runtime_not_driven_error`]
 //!   recognises, instead of waiting for ever.
@@ -85,6 +86,10 @@ pub(crate) async fn spin(
     let watching = only_next.then(|| gate.watch());
     let backlog = shared.workers.backlog();
     let work_seen = gate.work_done();
+    // Entities added since the last spin are a unit of work for the basic executor (its
+    // wait set's guard condition): every spin consumes that, and a spin_once that finds
+    // it returns after its pass, as the basic executor's does.
+    let mut entities_changed = shared.take_entities_changed();
     let _close_if_dropped = CloseGateOnDrop(&shared);
     gate.open(single_pass);
 
@@ -114,7 +119,9 @@ pub(crate) async fn spin(
             errors.push(crate::error::interrupted());
             break;
         }
-        if only_next && gate.work_done() > work_seen && backlog.is_processed() {
+        entities_changed |= shared.take_entities_changed();
+        let unit_of_work = gate.work_done() > work_seen || entities_changed;
+        if only_next && unit_of_work && backlog.is_processed() {
             // As the basic executor: a pass that ends after the deadline (a zero
             // timeout) still reports the timeout.
             timed_out = deadline.is_some_and(|at| Instant::now() >= at);

@@ -1,0 +1,105 @@
+//! What threads an ordinary process runs on the Tokio executor: a node (with its
+//! parameter services), a publisher, a subscription, a service, a client and a timer,
+//! all served, and no rcl wait-set thread (the fallback waiter) among them. A client
+//! that waits for its service through the graph (`notify_on_service_ready`) is the one
+//! thing that still starts one, lazily.
+
+mod support;
+
+use rclrs::*;
+use rclrs_tokio_executor::CreateTokioExecutor;
+use ros_env::std_msgs::msg::Int32;
+use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use support::{unique, wait_matched};
+
+/// The names of this process's threads.
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_string())
+        .collect()
+}
+
+fn fallback_threads() -> usize {
+    thread_names()
+        .iter()
+        .filter(|name| name.starts_with("rclrs-tokio-fal"))
+        .count()
+}
+
+#[test]
+fn an_ordinary_node_runs_no_rcl_wait_thread() {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context.create_tokio_executor();
+    let node = executor.create_node(unique("inventory").as_str()).unwrap();
+    let count = |n: &Arc<AtomicUsize>| {
+        let n = Arc::clone(n);
+        move || {
+            n.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    let (heard, ticks, answered) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let topic = unique("inventory_topic");
+    let on_message = count(&heard);
+    let _subscription = node
+        .create_subscription(topic.as_str().keep_last(10).reliable(), move |_: Int32| {
+            on_message()
+        })
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(10).reliable())
+        .unwrap();
+    let on_tick = count(&ticks);
+    let _timer = node
+        .create_timer_repeating(Duration::from_millis(10), move || on_tick())
+        .unwrap();
+    let service_name = unique("inventory_service");
+    let _service = node
+        .create_service::<SetBool, _>(service_name.as_str(), |request: SetBool_Request| {
+            SetBool_Response {
+                success: request.data,
+                message: String::new(),
+            }
+        })
+        .unwrap();
+    let client = node
+        .create_client::<SetBool>(service_name.as_str())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    while !client.service_is_ready().unwrap() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    publisher.publish(Int32 { data: 1 }).unwrap();
+    let on_answer = count(&answered);
+    let _ = client
+        .call_then(
+            SetBool_Request { data: true },
+            move |_: SetBool_Response| on_answer(),
+        )
+        .unwrap();
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(500)));
+
+    assert_eq!(heard.load(Ordering::SeqCst), 1);
+    assert_eq!(answered.load(Ordering::SeqCst), 1);
+    assert!(ticks.load(Ordering::SeqCst) >= 10);
+    assert_eq!(fallback_threads(), 0, "threads: {:?}", thread_names());
+
+    // Waiting for a service through the graph listens for graph changes: that starts
+    // the fallback waiter, for the graph guard condition only.
+    let ready = client.notify_on_service_ready();
+    executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(ready)
+            .timeout(Duration::from_secs(5)),
+    );
+    assert_eq!(fallback_threads(), 1, "threads: {:?}", thread_names());
+}
