@@ -9,7 +9,7 @@ PYTHON ?= python3
 ENV := source .ros/env.sh && export COLCON_DEFAULTS_FILE=$(CURDIR)/.ros/colcon_defaults.yaml &&
 COLCON_BUILD_FLAGS ?=
 
-.PHONY: all setup build test bench stress clean distclean lock-ros
+.PHONY: all setup build test bench bench-bundle stress clean distclean lock-ros
 
 all: build
 
@@ -29,6 +29,12 @@ bench: build
 	@$(ENV) . install/setup.sh && \
 	  install/rclrs_tokio_benchmarks/lib/rclrs_tokio_benchmarks/demo --seconds 1 && \
 	  python3 benchmarks/harness/bench.py $(BENCH_FLAGS)
+
+# One archive with the benchmark nodes, every library they load and the harness, to run
+# on a machine with no ROS (see tools/bench_bundle/make_bundle.py). C++ rows come along
+# when rclcpp was found at build time.
+bench-bundle: build
+	@$(ENV) . install/setup.sh && $(PYTHON) tools/bench_bundle/make_bundle.py $(BUNDLE_FLAGS)
 
 # The full reliability suite (about 35 minutes): results in benchmarks/results/stress/.
 # STRESS_FLAGS picks cases or shortens it; see benchmarks/harness/stress.py --help.

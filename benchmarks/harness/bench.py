@@ -25,6 +25,7 @@ rclrs_basic when rclcpp is absent).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -40,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import report  # noqa: E402
 from scenarios import (  # noqa: E402
-    DEFAULT_EXECUTORS, EXECUTORS, EXIT_NOT_AVAILABLE, FULL, QUICK, SCENARIOS, XPROC_PUBLISHER,
+    DEFAULT_EXECUTORS, EXECUTORS, EXIT_NOT_AVAILABLE, FULL, NEEDS_ROOT, QUICK, SCENARIOS,
+    XPROC_PUBLISHER,
     applicable, arguments, executor_arguments, find_installed, headline, node_for,
 )
 
@@ -50,7 +52,8 @@ METRICS = ['received_per_s', 'sent_per_s', 'dropped', 'drop_pct', 'queued_at_clo
            'cpu_process_pct',
            'cpu_executor_pct', 'latency_p50_us', 'latency_p99_us', 'latency_p999_us',
            'latency_max_us', 'timer_rate_hz', 'timer_jitter_p50_us', 'timer_jitter_p99_us',
-           'timer_jitter_max_us', 'fires', 'expected_fires', 'idle_cpu_pct', 'per_message_us']
+           'timer_jitter_max_us', 'fires', 'expected_fires', 'idle_cpu_pct', 'per_message_us',
+           'receive_cpu_pct', 'receive_cpu_per_msg_us']
 
 
 class NotAvailable(Exception):
@@ -85,8 +88,11 @@ def machine() -> dict:
 
 
 def source_commit() -> str:
-    """The checkout's short commit; 'unknown' without git or outside a checkout (a
-    benchmark bundle), which never stops results from being saved."""
+    """The checkout's short commit, or the one a benchmark bundle was made from (its
+    COMMIT file); 'unknown' without either, which never stops results from being saved."""
+    recorded = Path(__file__).resolve().parent / 'COMMIT'
+    if recorded.is_file():
+        return recorded.read_text().strip() or 'unknown'
     try:
         return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT,
                               capture_output=True, text=True, timeout=10).stdout.strip() \
@@ -114,7 +120,30 @@ def _result(proc, cmd) -> dict:
     return json.loads(lines[-1])
 
 
+@contextlib.contextmanager
+def cpu_burners(count: int):
+    """`count` processes that each keep one core busy, at normal priority, for as long
+    as the block runs."""
+    burners = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+               for _ in range(count)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+        for burner in burners:
+            burner.wait()
+
+
 def run_one(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
+    if SCENARIOS[scenario].contended:
+        with cpu_burners(os.cpu_count() or 1):
+            return run_uncontended(node, scenario, executor, seconds, warmup)
+    return run_uncontended(node, scenario, executor, seconds, warmup)
+
+
+def run_uncontended(node: Path, scenario: str, executor: str, seconds: float,
+                    warmup: float) -> dict:
     if SCENARIOS[scenario].kind == 'xproc':
         return run_xproc(node, scenario, executor, seconds, warmup)
     cmd = [str(node), *executor_arguments(executor), *arguments(scenario),
@@ -177,6 +206,11 @@ def summarise(samples: list[dict]) -> tuple[dict, dict]:
     histograms = [s['timer_jitter_hist'] for s in samples if s.get('timer_jitter_hist')]
     if histograms:
         metrics['timer_jitter_hist'] = [sum(column) for column in zip(*histograms)]
+    # Dedicated Workers: what their threads got (affinity, SCHED_FIFO), as the first
+    # repetition reported it.
+    placed = [s['dedicated'] for s in samples if s.get('dedicated')]
+    if placed:
+        metrics['dedicated'] = placed[0]
     # Stage tracing: each stage's quantiles, the median over repetitions.
     traced = [s['stages'] for s in samples if s.get('stages')]
     if traced:
@@ -217,6 +251,11 @@ def main(argv=None) -> int:
     unknown = [s for s in scenarios if s not in FULL] + [e for e in executors if e not in EXECUTORS]
     if unknown:
         parser.error(f'unknown scenarios or executors: {unknown}')
+
+    if NEEDS_ROOT.intersection(scenarios) and os.geteuid() != 0:
+        print('note: ' + ', '.join(sorted(NEEDS_ROOT.intersection(scenarios))) + ' asks for '
+              'SCHED_FIFO, which needs root (or CAP_SYS_NICE): not root, so those rows run at '
+              'normal priority (their "dedicated" object says "refused")', file=sys.stderr)
 
     # Which pairs can run, and why the others cannot.
     plan: dict[str, list[tuple[str, Path]]] = {}

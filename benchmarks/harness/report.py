@@ -89,8 +89,54 @@ def write_markdown(document: dict, path: Path) -> None:
         '```',
         '',
     ]
+    lines += latency_quantiles(runs)
     lines += stage_breakdown(runs)
+    lines += receive_side(runs)
     path.write_text('\n'.join(lines))
+
+
+def latency_quantiles(runs: list[dict]) -> list[str]:
+    """Markdown: every latency row's p50, p99, p99.9 and max (median over repetitions),
+    which is how jitter under contention is compared."""
+    rows = [r for r in runs if r['scenario'].startswith('latency')
+            and (r.get('metrics') or {}).get('latency_p99_us') is not None]
+    if not rows:
+        return []
+    lines = ['## Latency quantiles (µs, median over repetitions)', '',
+             '| scenario | executor | p50 | p99 | p99.9 | max |',
+             '| --- | --- | --- | --- | --- | --- |']
+    for r in rows:
+        m = r['metrics']
+        cells = [m.get(k) for k in ('latency_p50_us', 'latency_p99_us', 'latency_p999_us',
+                                    'latency_max_us')]
+        lines.append(f'| {r["scenario"]} | {r["executor"]} | '
+                     + ' | '.join('' if c is None else f'{c:g}' for c in cells) + ' |')
+    return lines + ['', '`_contended`: beside one busy process per core at normal priority. '
+                    '`_dedicated`: rclrs_tokio with every Worker on a thread of its own '
+                    '(`_contended_dedicated`: under SCHED_FIFO 80 where permitted).', '']
+
+
+def receive_side(runs: list[dict]) -> list[str]:
+    """Markdown: the subscriber process's CPU split between the middleware's receive
+    threads and the rest, per `_xproc` row (the executor's push path runs on the former)."""
+    rows = [r for r in runs
+            if (r.get('metrics') or {}).get('receive_cpu_per_msg_us') is not None]
+    if not rows:
+        return []
+    lines = ['## Receive side across processes (subscriber process, median over repetitions)',
+             '',
+             '| scenario | executor | received/s | receive threads µs/msg | '
+             'receive threads % | whole process % |',
+             '| --- | --- | --- | --- | --- | --- |']
+    for r in rows:
+        m = r['metrics']
+        lines.append(f'| {r["scenario"]} | {r["executor"]} | {m["received_per_s"]:g} | '
+                     f'{m["receive_cpu_per_msg_us"]:g} | {m["receive_cpu_pct"]:g} | '
+                     f'{m["cpu_process_pct"]:g} |')
+    lines += ['', 'Receive threads: Fast DDS\'s UDP, TCP, shared-memory and data-sharing '
+              'listener threads, which run the rmw listener and any rcl push callback; CPU from '
+              '/proc/self/task/*/stat (clock ticks) over the window.', '']
+    return lines
 
 
 STAGES = ['notify_to_wake', 'wake_to_take', 'take', 'callback', 'notify_to_callback_end']

@@ -26,6 +26,9 @@ class Scenario:
     extra: str | None = None
     # Executors that have no such workload (not absent: not applicable).
     not_for: frozenset = field(default_factory=frozenset)
+    # Run beside a CPU burner: one busy process per core, started before the node and
+    # stopped after it (jitter under contention).
+    contended: bool = False
 
 
 _RELIABLE_1000 = ('--reliability', 'reliable', '--depth', '1000')
@@ -58,6 +61,11 @@ for _name, (_args, _metric, _higher, _extra) in _STREAMS.items():
     SCENARIOS[f'{_name}_worker'] = Scenario('message', (*_args, '--callback', 'worker'),
                                             _metric, _higher, _extra, not_for=_RCLCPP)
 
+# Jitter under contention: the latency stream beside one busy process per core.
+SCENARIOS['latency_1kHz_contended'] = Scenario(
+    'message', (*_STREAMS['latency_1kHz'][0], '--callback', 'node'), 'latency_p99_us', False,
+    'latency_max_us', contended=True)
+
 _FANOUT = ('--payload', '0', *_RELIABLE_1000, '--rate-hz', '0', '--subscriptions', '8',
            '--workers', '2', '--callback', 'worker')
 SCENARIOS['fanout'] = Scenario('message', _FANOUT, 'received_per_s', True, 'drop_pct')
@@ -89,6 +97,21 @@ for _name, _args, _metric, _extra in [
          'expected_fires')]:
     SCENARIOS[_name] = Scenario('timer', _args, _metric, True, _extra, not_for=_NO_TIMER)
 TIMER_SCENARIOS = {name for name, s in SCENARIOS.items() if s.kind == 'timer'}
+
+# Dedicated-thread Workers (the Tokio executor's sync mode): the same workloads with every
+# Worker on an OS thread of its own, for rclrs_tokio only (compare with the other
+# executors' rows of the plain scenario). `latency_1kHz_contended_dedicated` also puts
+# those threads under SCHED_FIFO (priority 80), which needs root or CAP_SYS_NICE: the
+# harness says when it is not root, and the row's `dedicated` object says what applied.
+_ONLY_TOKIO = _RCLCPP | {'rclrs_tokio_traced', 'rclrs_basic', 'raw_rcl', 'raw_push'}
+for _name, _extra_args in [('cpu_10kHz', ()), ('latency_1kHz', ()), ('latency_1kHz_xproc', ()),
+                           ('latency_1kHz_contended', ('--fifo-priority', '80'))]:
+    _base = SCENARIOS[_name]
+    SCENARIOS[f'{_name}_dedicated'] = Scenario(
+        _base.kind, (*_base.args, '--dedicated-workers', *_extra_args), _base.metric,
+        _base.higher_is_better, _base.extra, not_for=frozenset(_ONLY_TOKIO),
+        contended=_base.contended)
+NEEDS_ROOT = {name for name, s in SCENARIOS.items() if '--fifo-priority' in s.args}
 
 # The quick set (`make bench`) fits in 10 minutes on a 2-core machine with all seven
 # executors; the full set is every scenario.

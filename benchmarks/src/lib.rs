@@ -9,6 +9,7 @@ pub mod interrupt;
 pub mod raw_push;
 pub mod raw_rcl;
 pub mod stress;
+pub mod thread_cpu;
 pub mod workload;
 
 use hdrhistogram::Histogram;

@@ -310,22 +310,28 @@ inline std::string quantile(const Latencies & samples, double q)
   return samples.quantile_us(q, us) ? fixed(us, 1) : std::string("null");
 }
 
+/// A JSON string: `value` in quotes, with quotes and backslashes escaped.
+inline std::string quoted(const std::string & value)
+{
+  std::string json = "\"";
+  for (const char c : value) {
+    if (c == '"' || c == '\\') {
+      json += '\\';
+    }
+    json += c;
+  }
+  return json + "\"";
+}
+
 /// One flat JSON object, built key by key in the order the keys are added and printed
 /// as one line: `{"key": value, "key": value}` (the spacing of the Rust nodes' lines).
 class Json
 {
 public:
-  /// A string value (quotes and backslashes escaped).
+  /// A string value.
   Json & text(const std::string & key, const std::string & value)
   {
-    std::string quoted = "\"";
-    for (const char c : value) {
-      if (c == '"' || c == '\\') {
-        quoted += '\\';
-      }
-      quoted += c;
-    }
-    return raw(key, quoted + "\"");
+    return raw(key, quoted(value));
   }
 
   /// An unsigned integer.

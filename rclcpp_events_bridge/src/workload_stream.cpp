@@ -20,6 +20,7 @@
 
 #include "rclcpp/rclcpp.hpp"
 
+#include "thread_cpu.hpp"
 #include "workloads.hpp"
 
 namespace workloads
@@ -232,10 +233,12 @@ int run_sub(const Config & config)
   sleep_until(opens_ns);
   Window window;
   window.first = edge();
+  const bench::ThreadTicks threads_first = bench::thread_ticks_now();
   stats.in_window.store(true);
   sleep_until(window.first.wall_ns + bench::seconds_to_ns(config.window_s).count());
   stats.in_window.store(false);
   window.last = edge();
+  const bench::ThreadTicks threads_last = bench::thread_ticks_now();
 
   // Count the rest of the stream until it stops.
   while (activity.idle_ns() < idle_exit_ns && !bench::interrupted()) {
@@ -247,6 +250,9 @@ int run_sub(const Config & config)
   std::lock_guard<std::mutex> lock(stats.mutex);
   bench::Json json =
     message_report(config, window, Totals{std::nullopt, 0, stats.count()}, stats.latencies);
+  bench::receive_threads(
+    json, threads_first, threads_last, window.wall_s(),
+    window.last.received - window.first.received);
   print(fanout_keys(json, config));
   return 0;
 }

@@ -7,7 +7,8 @@
 //!   bindings private. The handle types cannot be named from outside rclrs, so they are
 //!   passed as `*const c_void`: name queries, and the timer functions the timer
 //!   scheduler needs (rcl documents them as thread-safe: they use atomics);
-//! - the scheduler thread's timer slack (`prctl`).
+//! - the scheduler thread's timer slack (`prctl`), and a dedicated Worker thread's CPU
+//!   affinity and SCHED_FIFO priority (`sched_setaffinity`, `sched_setscheduler`).
 
 use rclrs::{RclPrimitive, RclPrimitiveHandle, RclrsError, ReadyKind, Waitable};
 use std::any::Any;
@@ -247,3 +248,72 @@ pub(crate) fn set_precise_timer_slack() -> bool {
     // SAFETY: PR_SET_TIMERSLACK takes one unsigned long and only affects this thread.
     unsafe { prctl(PR_SET_TIMERSLACK, 1) == 0 }
 }
+
+#[cfg(target_os = "linux")]
+mod placement {
+    use std::ffi::{c_int, c_ulong};
+
+    /// glibc's and the kernel's `cpu_set_t`: 1024 bits.
+    const CPU_SET_WORDS: usize = 1024 / c_ulong::BITS as usize;
+    const SCHED_FIFO: c_int = 1;
+
+    #[repr(C)]
+    struct SchedParam {
+        sched_priority: c_int,
+    }
+
+    extern "C" {
+        fn sched_setaffinity(pid: c_int, size: usize, mask: *const c_ulong) -> c_int;
+        fn sched_setscheduler(pid: c_int, policy: c_int, param: *const SchedParam) -> c_int;
+    }
+
+    /// Pin the calling thread to `cpus`.
+    pub(crate) fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
+        let mut mask = [0 as c_ulong; CPU_SET_WORDS];
+        let bits = c_ulong::BITS as usize;
+        for &cpu in cpus {
+            if cpu >= CPU_SET_WORDS * bits {
+                return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+            }
+            mask[cpu / bits] |= 1 << (cpu % bits);
+        }
+        // SAFETY: pid 0 is the calling thread; `mask` is a live, initialised array of the
+        // size passed, which the kernel only reads.
+        let result = unsafe { sched_setaffinity(0, std::mem::size_of_val(&mask), mask.as_ptr()) };
+        if result == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// Put the calling thread under SCHED_FIFO at `priority`.
+    pub(crate) fn set_fifo_priority(priority: u8) -> std::io::Result<()> {
+        let param = SchedParam {
+            sched_priority: c_int::from(priority),
+        };
+        // SAFETY: pid 0 is the calling thread; `param` is a live struct with the layout of
+        // `struct sched_param` (one int), which the kernel only reads.
+        let result = unsafe { sched_setscheduler(0, SCHED_FIFO, &param) };
+        if result == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod placement {
+    /// Not on this OS: a no-op (see `DedicatedWorkers`).
+    pub(crate) fn set_affinity(_cpus: &[usize]) -> std::io::Result<()> {
+        Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+    }
+
+    /// Not on this OS: a no-op (see `DedicatedWorkers`).
+    pub(crate) fn set_fifo_priority(_priority: u8) -> std::io::Result<()> {
+        Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+    }
+}
+
+pub(crate) use placement::{set_affinity, set_fifo_priority};

@@ -45,6 +45,8 @@
 //!   [`ExecutorStats::publish_on`] publishes them on a ROS topic;
 //! - dropping the executor waits for the callbacks already running, and none starts
 //!   after the drop returns;
+//! - [`TokioExecutorOptions::dedicated_workers`] runs chosen Workers on OS threads of
+//!   their own (optionally pinned and under SCHED_FIFO), with the same contract;
 //! - with [`TokioExecutorOptions::runtime_handle`], a runtime that does not run the
 //!   executor's tasks ends a spin with the error recognised by
 //!   [`is_runtime_not_driven_error`] instead of hanging.
@@ -82,7 +84,7 @@ pub use crate::error::{
     is_interrupted_error, is_runtime_not_driven_error, is_spin_inside_runtime_error,
     TokioExecutorError, INTERRUPTED, RUNTIME_NOT_DRIVEN, SPIN_INSIDE_RUNTIME,
 };
-pub use crate::options::TokioExecutorOptions;
+pub use crate::options::{DedicatedThread, DedicatedWorkers, Placement, TokioExecutorOptions};
 pub use crate::runtime::TokioExecutorRuntime;
 pub use crate::sim_clock::{sleep_for, sleep_until, RosSleep, SleepError};
 pub use crate::stats::{

@@ -1,5 +1,9 @@
 //! Options for creating a Tokio executor.
 
+mod dedicated_workers;
+
+pub use dedicated_workers::{DedicatedThread, DedicatedWorkers, Placement};
+
 /// How to build a Tokio executor; every setting has a documented default.
 ///
 /// ```no_run
@@ -18,6 +22,7 @@ pub struct TokioExecutorOptions {
     pub(crate) runtime_handle: Option<tokio::runtime::Handle>,
     pub(crate) stage_tracing: bool,
     pub(crate) stop_on_signals: bool,
+    pub(crate) dedicated_workers: Option<DedicatedWorkers>,
 }
 
 impl Default for TokioExecutorOptions {
@@ -30,6 +35,7 @@ impl Default for TokioExecutorOptions {
             runtime_handle: None,
             stage_tracing: false,
             stop_on_signals: false,
+            dedicated_workers: None,
         }
     }
 }
@@ -86,6 +92,14 @@ impl TokioExecutorOptions {
     /// cannot be installed.
     pub fn stop_on_signals(mut self, on: bool) -> Self {
         self.stop_on_signals = on;
+        self
+    }
+
+    /// Run the Workers `dedicated` selects on OS threads of their own, optionally pinned
+    /// and under SCHED_FIFO (default: every Worker on the Tokio threads). See
+    /// [`DedicatedWorkers`] for what changes and what does not.
+    pub fn dedicated_workers(mut self, dedicated: DedicatedWorkers) -> Self {
+        self.dedicated_workers = Some(dedicated);
         self
     }
 }

@@ -27,6 +27,8 @@
 //! - [`signals`]: SIGINT and SIGTERM ending spins, for executors that opt in.
 //! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
 //!   task on exactly one of them, or a runtime the user hands in.
+//! - [`dedicated_thread`]: a Worker on an OS thread of its own (sync mode), parked on a
+//!   futex between items, optionally pinned and under SCHED_FIFO; the same drain loop.
 //!
 //! # Life of a message
 //!
@@ -52,6 +54,7 @@
 pub(crate) mod alarms;
 pub(crate) mod async_tasks;
 pub(crate) mod channels;
+pub(crate) mod dedicated_thread;
 pub(crate) mod entity;
 pub(crate) mod fallback_waiter;
 pub(crate) mod mailbox;
@@ -85,12 +88,12 @@ pub struct TokioExecutorRuntime {
 impl TokioExecutorRuntime {
     /// Start the threads described by `options` (or adopt the runtime it names).
     pub fn new(options: TokioExecutorOptions) -> Result<Self, TokioExecutorError> {
-        let threads = match options.runtime_handle {
+        let threads = match options.runtime_handle.clone() {
             Some(handle) => Threads::external(handle),
             None => Threads::start_pool(options.worker_threads, &options.thread_name)
                 .map_err(TokioExecutorError::RuntimeBuild)?,
         };
-        let shared = ExecutorShared::new(threads, options.stop_on_signals);
+        let shared = ExecutorShared::new(threads, &options);
         shared.stats.set_stage_tracing(options.stage_tracing);
         if options.stop_on_signals {
             signals::stop_spins_of(&shared).map_err(TokioExecutorError::Signals)?;
@@ -138,7 +141,9 @@ impl Drop for TokioExecutorRuntime {
         // unless this thread is one of ours (a callback may be the one dropping us).
         let gate = &self.shared.gate;
         gate.close();
-        if !gate.is_idle() && !self.shared.threads.is_pool_thread() {
+        let own_thread = self.shared.threads.is_pool_thread()
+            || dedicated_thread::runs_for(Arc::as_ptr(&self.shared));
+        if !gate.is_idle() && !own_thread {
             futures::executor::block_on(gate.drained());
         }
         // Worker tasks tear their entities down (deregister, then drop) and end; then

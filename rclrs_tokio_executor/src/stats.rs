@@ -83,6 +83,10 @@ pub struct WorkerStats {
     /// Times the Worker watched its mailbox briefly under a sustained stream instead
     /// of parking (see the README's "How it works").
     pub lingers: u64,
+    /// `Some` for a Worker on a dedicated thread
+    /// ([`TokioExecutorOptions::dedicated_workers`](crate::TokioExecutorOptions::dedicated_workers)),
+    /// once the thread started: what it got of the affinity and priority it asked for.
+    pub dedicated: Option<crate::DedicatedThread>,
     /// Where this Worker's time per item and per message went, while stage tracing was
     /// on ([`ExecutorStats::set_stage_tracing`]); `None` if it never recorded.
     pub stages: Option<StageLatencies>,

@@ -2,13 +2,14 @@
 //! whatever the basic executor guarantees, the Tokio executor must guarantee too.
 //!
 //! Each case is a function taking an executor factory; the `suite!` macro instantiates
-//! every case once per executor, as `basic::<case>` and `tokio::<case>`.
+//! every case once per executor, as `basic::<case>`, `tokio::<case>` and
+//! `tokio_dedicated::<case>` (every Worker on a dedicated thread).
 
 mod support;
 
 use futures::channel::oneshot;
 use rclrs::*;
-use rclrs_tokio_executor::CreateTokioExecutor;
+use rclrs_tokio_executor::{CreateTokioExecutor, DedicatedWorkers, TokioExecutorOptions};
 use ros_env::std_msgs::msg::Int32;
 use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
 use std::sync::{
@@ -667,3 +668,12 @@ macro_rules! suite {
 
 suite!(basic, |context| context.create_basic_executor());
 suite!(tokio, |context| context.create_tokio_executor());
+// Every Worker on a thread of its own, asking for a core that does not exist and a
+// SCHED_FIFO priority above Linux's 99: both refused (and logged once), and the
+// contract holds all the same.
+suite!(tokio_dedicated, |context| {
+    let refused = DedicatedWorkers::all().cpus([4095]).fifo_priority(255);
+    context
+        .create_tokio_executor_with(TokioExecutorOptions::new().dedicated_workers(refused))
+        .unwrap()
+});

@@ -13,16 +13,7 @@ use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{unique, wait_matched};
-
-/// The names of this process's threads.
-fn thread_names() -> Vec<String> {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .map(|name| name.trim().to_string())
-        .collect()
-}
+use support::{thread_names, unique, wait_matched};
 
 fn fallback_threads() -> usize {
     thread_names()

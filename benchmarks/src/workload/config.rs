@@ -2,6 +2,7 @@
 //! [`Config::from_args`] checks what depends on more than one flag.
 
 use clap::{Parser, ValueEnum};
+use rclrs_tokio_executor::DedicatedWorkers;
 use std::time::Duration;
 
 /// Which workload runs.
@@ -148,6 +149,20 @@ pub struct BenchArgs {
     /// `stages` object, from warm-up to the end of the window.
     #[arg(long = "stage-tracing")]
     pub stage_tracing: bool,
+    /// Run every Worker on a dedicated thread (rclrs_tokio only; its sync mode).
+    #[arg(long = "dedicated-workers")]
+    pub dedicated_workers: bool,
+    /// With --dedicated-workers: pin the dedicated threads to these cores (e.g. 1 or 0,1).
+    #[arg(long, value_delimiter = ',', requires = "dedicated_workers")]
+    pub cpus: Vec<usize>,
+    /// With --dedicated-workers: run them under SCHED_FIFO at this priority (needs root
+    /// or CAP_SYS_NICE; refused means normal priority, as the report's `dedicated` says).
+    #[arg(
+        long = "fifo-priority",
+        default_value_t = 0,
+        requires = "dedicated_workers"
+    )]
+    pub fifo_priority: u8,
 }
 
 impl ExecutorName {
@@ -201,6 +216,8 @@ pub struct Config {
     pub idle_exit: Duration,
     /// `--stage-tracing`.
     pub stage_tracing: bool,
+    /// `--dedicated-workers`, `--cpus` and `--fifo-priority`.
+    pub dedicated: Option<DedicatedWorkers>,
 }
 
 impl Config {
@@ -225,6 +242,14 @@ impl Config {
         if args.stage_tracing && args.executor != ExecutorName::RclrsTokio {
             return Err("--stage-tracing: only rclrs_tokio traces stages".into());
         }
+        if args.dedicated_workers && args.executor != ExecutorName::RclrsTokio {
+            return Err("--dedicated-workers: only rclrs_tokio has dedicated Workers".into());
+        }
+        let dedicated = args.dedicated_workers.then(|| {
+            DedicatedWorkers::all()
+                .cpus(args.cpus.iter().copied())
+                .fifo_priority(args.fifo_priority)
+        });
         let topic = match (&args.topic, role) {
             (Some(topic), _) => topic.clone(),
             (None, Role::Both) => format!("bench_{}", std::process::id()),
@@ -249,6 +274,7 @@ impl Config {
             work: Duration::from_micros(args.work_us),
             idle_exit: Duration::from_secs_f64(args.idle_exit_s),
             stage_tracing: args.stage_tracing,
+            dedicated,
         })
     }
 

@@ -1,10 +1,11 @@
 //! The one JSON line a run prints: a `serde_json` object whose keys keep the order they
 //! were added in (the `preserve_order` feature), so every run's line reads alike.
 
-use crate::Latencies;
-use rclrs_tokio_executor::{ExecutorStats, StageLatencies};
+use crate::{thread_cpu, Latencies};
+use rclrs_tokio_executor::{ExecutorStats, Placement, StageLatencies};
 use serde::Serialize;
 use serde_json::{json, Map, Number, Value};
+use std::collections::BTreeMap;
 
 /// A JSON object built key by key.
 #[derive(Default, Debug, Clone)]
@@ -84,6 +85,35 @@ impl Report {
             .opt("latency_max_us", q(1.0), 1)
     }
 
+    /// The middleware's receive threads over a window of `wall_s` seconds that saw
+    /// `received` deliveries: `receive_cpu_pct` (of one core), `receive_cpu_per_msg_us`,
+    /// and every thread name's CPU (`thread_cpu_pct`), from [`crate::thread_cpu`].
+    pub fn receive_threads(
+        self,
+        seconds: &BTreeMap<String, f64>,
+        wall_s: f64,
+        received: u64,
+    ) -> Self {
+        let receive_s = thread_cpu::receive_seconds(seconds);
+        let pct: Map<String, Value> = seconds
+            .iter()
+            .map(|(name, s)| {
+                let pct = (1000.0 * s / wall_s).round() / 10.0;
+                (
+                    name.clone(),
+                    Number::from_f64(pct).map_or(Value::Null, Value::Number),
+                )
+            })
+            .collect();
+        self.num("receive_cpu_pct", 100.0 * receive_s / wall_s, 1)
+            .opt(
+                "receive_cpu_per_msg_us",
+                (received > 0).then(|| 1e6 * receive_s / received as f64),
+                3,
+            )
+            .value("thread_cpu_pct", pct)
+    }
+
     /// The Tokio executor's counters, summed over its Workers (`executor_stats`), and,
     /// while stage tracing was on, each stage's quantiles in µs (`stages`). Nothing
     /// for the other executors.
@@ -107,6 +137,25 @@ impl Report {
                 "busy_ms": workers.iter().map(|w| w.busy.as_secs_f64() * 1e3).sum::<f64>().round(),
             }),
         );
+        // Dedicated Workers: how many, and what their threads got of what they asked.
+        let dedicated: Vec<_> = workers.iter().filter_map(|w| w.dedicated).collect();
+        let report = if dedicated.is_empty() {
+            report
+        } else {
+            let name = |p: Placement| match p {
+                Placement::NotRequested => "not_requested",
+                Placement::Applied => "applied",
+                Placement::Refused => "refused",
+            };
+            report.value(
+                "dedicated",
+                json!({
+                    "workers": dedicated.len(),
+                    "affinity": name(dedicated[0].affinity),
+                    "fifo_priority": name(dedicated[0].fifo_priority),
+                }),
+            )
+        };
         match stats.stage_latencies() {
             Some(stages) => report.value("stages", stage_quantiles(&stages)),
             None => report,

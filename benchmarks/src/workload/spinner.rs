@@ -47,6 +47,9 @@ impl Setup {
                 if config.threads > 0 {
                     options = options.worker_threads(config.threads);
                 }
+                if let Some(dedicated) = &config.dedicated {
+                    options = options.dedicated_workers(dedicated.clone());
+                }
                 let (executor, stats) = context.create_tokio_executor_with_stats(options)?;
                 (executor, Some(stats))
             }

@@ -13,12 +13,14 @@ use super::publishing::{self, Edge, Schedule, Window};
 use super::spinner::Setup;
 use super::stats::Stats;
 use super::{Config, Report, Role};
+use crate::thread_cpu::ThreadCpu;
 use crate::{interrupt, monotonic_ns};
 use rclrs::{CreateBasicExecutor, Node};
 // The rmw-native message types: taken and published without a conversion copy, as
 // rclcpp takes and publishes its native types.
 use ros_env::rclrs_tokio_msgs::msg::rmw::{BenchHeader, BenchMessage};
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
     Arc,
@@ -201,6 +203,8 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let (setup, _node, stats, subscriptions) = subscribed(config, "bench_sub")?;
     let spinner = setup.start()?;
     let count = || stats.received.load(Ordering::Relaxed);
+    // CPU per thread name over the window: the middleware's receive threads apart.
+    let mut thread_seconds = BTreeMap::new();
 
     let result = (|| {
         // The window opens `warmup` after the first arrival.
@@ -222,9 +226,11 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         interrupt::sleep_until(opens);
         stats.in_window.store(true, Ordering::Relaxed);
         let first = Edge::now(0, count());
+        let threads_first = ThreadCpu::now();
         interrupt::sleep_until(opens + config.window);
         stats.in_window.store(false, Ordering::Relaxed);
         let last = Edge::now(0, count());
+        thread_seconds = ThreadCpu::now().seconds_since(&threads_first);
         if interrupt::interrupted() {
             return Ok(Window { first, last });
         }
@@ -260,6 +266,7 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         // No publisher here: the process is the executor and the middleware.
         .num("cpu_process_pct", window.process_cpu_pct(), 1)
         .num("cpu_executor_pct", window.process_cpu_pct(), 1)
+        .receive_threads(&thread_seconds, window.wall_s(), window.received())
         .latencies(&stats.latencies())
         .introspection(executor_stats.as_ref());
     drop(subscriptions);

@@ -1,6 +1,7 @@
 //! State every part of one executor shares: the spin gate, the runtime handle, the list
 //! of Worker tasks, and the signals `spin()` and the Worker tasks wait on.
 
+use crate::options::{DedicatedWorkers, TokioExecutorOptions};
 use crate::runtime::{
     spin_gate::SpinGate,
     threads::Threads,
@@ -38,12 +39,17 @@ pub(crate) struct ExecutorShared {
     entities_changed: AtomicBool,
     /// SIGINT and SIGTERM end this executor's spins (`stop_on_signals`).
     pub(crate) stops_on_signals: bool,
+    /// Which Workers get a thread of their own (`dedicated_workers`), the name prefix of
+    /// those threads, and whether a refused placement was logged already.
+    pub(crate) dedicated: Option<DedicatedWorkers>,
+    pub(crate) thread_name: String,
+    pub(crate) dedicated_refusal_logged: Arc<AtomicBool>,
     /// The clock task's control channel, once a `/clock` subscription appeared.
     clock_task: std::sync::OnceLock<UnboundedSender<Control>>,
 }
 
 impl ExecutorShared {
-    pub(crate) fn new(threads: Threads, stops_on_signals: bool) -> Arc<Self> {
+    pub(crate) fn new(threads: Threads, options: &TokioExecutorOptions) -> Arc<Self> {
         Arc::new(Self {
             gate: SpinGate::default(),
             threads,
@@ -56,7 +62,10 @@ impl ExecutorShared {
                 .map_or(0, |n| n.get().saturating_sub(1)),
             shutdown: AtomicBool::new(false),
             entities_changed: AtomicBool::new(false),
-            stops_on_signals,
+            stops_on_signals: options.stop_on_signals,
+            dedicated: options.dedicated_workers.clone(),
+            thread_name: options.thread_name.clone(),
+            dedicated_refusal_logged: Arc::default(),
             clock_task: std::sync::OnceLock::new(),
         })
     }

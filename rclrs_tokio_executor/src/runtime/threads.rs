@@ -95,7 +95,7 @@ impl Threads {
     }
 
     /// Spawn a Worker task: on the pool thread with the fewest Workers.
-    pub(crate) fn spawn_worker<F>(&self, task: F) -> JoinHandle<()>
+    pub(crate) fn spawn_worker<F>(&self, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
@@ -110,9 +110,11 @@ impl Threads {
                 thread.handle.spawn(async move {
                     let _placed = placed;
                     task.await
-                })
+                });
             }
-            Self::External { handle, .. } => handle.spawn(task),
+            Self::External { handle, .. } => {
+                handle.spawn(task);
+            }
         }
     }
 
@@ -136,6 +138,20 @@ impl Threads {
                 threads[index].handle.spawn(task)
             }
             Self::External { handle, .. } => handle.spawn(task),
+        }
+    }
+
+    /// The runtime a dedicated Worker thread enters, so its callbacks can use Tokio: the
+    /// pool thread with the fewest Workers, or the user's runtime.
+    pub(crate) fn handle_for_dedicated(&self) -> Handle {
+        match self {
+            Self::Pool { threads, .. } => threads
+                .iter()
+                .min_by_key(|t| t.workers.load(Ordering::Relaxed))
+                .expect("a pool has at least one thread")
+                .handle
+                .clone(),
+            Self::External { handle, .. } => handle.clone(),
         }
     }
 

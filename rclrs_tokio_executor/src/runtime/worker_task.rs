@@ -30,6 +30,7 @@ mod stage_trace;
 use crate::ffi;
 use crate::runtime::{
     async_tasks::InlineScope,
+    dedicated_thread,
     entity::Entity,
     fallback_waiter::FallbackWaiter,
     mailbox::{self, LentPayload, MailItem, MailboxReceiver, MailboxSender},
@@ -105,6 +106,12 @@ impl WorkerTask {
             mailbox: Arc::clone(&counters),
         });
         shared.workers.add(Arc::clone(&entry));
+        // The clock task is never dedicated: it must serve `/clock` on the Tokio threads.
+        let dedicated = shared
+            .dedicated
+            .as_ref()
+            .filter(|d| guard_condition.is_some() && d.applies_to(&*payload))
+            .cloned();
         let task = Self {
             shared: Arc::clone(&shared),
             context,
@@ -127,7 +134,22 @@ impl WorkerTask {
             linger: LingerState::default(),
             fallback: None,
         };
-        shared.threads.spawn_worker(task.run());
+        match dedicated {
+            None => shared.threads.spawn_worker(task.run()),
+            Some(dedicated) => {
+                let handle = shared.threads.handle_for_dedicated();
+                let counters = Arc::clone(&task.counters);
+                if let Err((err, task)) =
+                    dedicated_thread::spawn(&shared, &dedicated, handle, counters, task.run())
+                {
+                    log_error!(
+                        "rclrs_tokio_executor",
+                        "no thread for a dedicated Worker ({err}); it runs on the Tokio threads"
+                    );
+                    shared.threads.spawn_worker(task);
+                }
+            }
+        }
         (control_tx, mailbox_tx)
     }
 

@@ -17,6 +17,7 @@
 //! newer item and the age reported is a lower bound.
 
 use super::stage_latencies::StageLatencies;
+use crate::options::DedicatedThread;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -56,6 +57,8 @@ pub(crate) struct WorkerCounters {
     /// when tracing first records something).
     tracing: Arc<AtomicBool>,
     stages: Mutex<Option<StageLatencies>>,
+    /// Set once by a dedicated Worker thread when it starts.
+    dedicated: OnceLock<DedicatedThread>,
 }
 
 impl WorkerCounters {
@@ -73,6 +76,7 @@ impl WorkerCounters {
             entities: Mutex::new(Vec::new()),
             tracing,
             stages: Mutex::new(None),
+            dedicated: OnceLock::new(),
         }
     }
 
@@ -139,6 +143,10 @@ impl WorkerCounters {
         self.lingers.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn set_dedicated(&self, placed: DedicatedThread) {
+        let _ = self.dedicated.set(placed);
+    }
+
     pub(crate) fn set_entities(&self, names: Vec<String>) {
         *self.entities.lock().unwrap_or_else(|e| e.into_inner()) = names;
     }
@@ -166,6 +174,7 @@ impl WorkerCounters {
             panics: self.panics.load(Ordering::Relaxed),
             busy: Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)),
             lingers: self.lingers.load(Ordering::Relaxed),
+            dedicated: self.dedicated.get().copied(),
             stages: self
                 .stages
                 .lock()

@@ -36,6 +36,23 @@ pub fn wait_matched<T: rclrs::MessageIDL>(publisher: &Publisher<T>, subscription
     }
 }
 
+/// Publish `Int32` 0..`count` once `subscriptions` subscriptions matched.
+pub fn publish_to(publisher: &Publisher<Int32>, subscriptions: usize, count: i32) {
+    wait_matched(publisher, subscriptions);
+    for data in 0..count {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+}
+
+/// The names of this process's threads.
+pub fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_string())
+        .collect()
+}
+
 /// A Tokio executor on a fresh context that runs on the user's runtime `handle`.
 pub fn tokio_executor_on(handle: &::tokio::runtime::Handle) -> Executor {
     Context::default_from_env()

@@ -15,7 +15,9 @@
 //! linger ends early when another task of the same thread becomes ready.
 
 use super::WorkerTask;
+use crate::runtime::dedicated_thread;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(super) const LINGER: Duration = Duration::from_micros(30);
@@ -93,7 +95,10 @@ impl WorkerTask {
     fn linger(&mut self) -> Linger {
         // Other tasks of this thread (other Workers placed here) woken meanwhile wait in
         // the runtime's injection queue: lingering would hold them up, so stop then.
-        let runtime = tokio::runtime::Handle::try_current().ok();
+        // A dedicated thread runs nothing else (the runtime it entered is another's).
+        let runtime = (!dedicated_thread::runs_for(Arc::as_ptr(&self.shared)))
+            .then(|| tokio::runtime::Handle::try_current().ok())
+            .flatten();
         let others_ready = || {
             runtime
                 .as_ref()

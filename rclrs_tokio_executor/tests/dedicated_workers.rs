@@ -1,0 +1,204 @@
+//! Dedicated-thread Workers (`TokioExecutorOptions::dedicated_workers`): which Workers
+//! get a thread, where their callbacks run, what placement they report, that Tokio is
+//! usable inside their callbacks, and that the thread ends with its Worker. The
+//! behaviour suite (`executor_behaviour.rs`, `tokio_dedicated::*`) checks the contract.
+
+mod support;
+
+use futures::channel::oneshot;
+use rclrs::*;
+use rclrs_tokio_executor::{
+    CreateTokioExecutor, DedicatedWorkers, ExecutorStats, Placement, TokioExecutorOptions,
+};
+use ros_env::std_msgs::msg::Int32;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{publish_to, thread_names, unique};
+
+struct ControlLoop {
+    threads: Vec<String>,
+}
+
+fn current_thread_name() -> String {
+    std::thread::current().name().unwrap_or("").to_string()
+}
+
+/// An executor whose threads are named `name` (each test its own: tests run in
+/// parallel in one process and count threads by name).
+fn executor_with(
+    context: &Context,
+    name: &str,
+    dedicated: DedicatedWorkers,
+) -> (Executor, ExecutorStats) {
+    context
+        .create_tokio_executor_with_stats(
+            TokioExecutorOptions::new()
+                .thread_name(name)
+                .dedicated_workers(dedicated),
+        )
+        .unwrap()
+}
+
+fn dedicated_threads(name: &str) -> usize {
+    let prefix = format!("{name}-d");
+    thread_names()
+        .iter()
+        .filter(|n| n.starts_with(&prefix))
+        .count()
+}
+
+/// Run `f` on `worker` and spin until it returned; its result.
+fn run_on<T: Send + 'static>(
+    executor: &mut Executor,
+    worker: &Worker<ControlLoop>,
+    f: impl FnOnce(&mut ControlLoop) -> T + Send + 'static,
+) -> T {
+    let (mut result, notice) = executor.commands().create_notice(worker.run(f));
+    spin_for(executor, notice);
+    result.try_recv().unwrap().unwrap()
+}
+
+/// A new `ControlLoop` Worker that has run once (so its thread exists).
+fn started_worker(executor: &mut Executor, node: &Node) -> Worker<ControlLoop> {
+    let worker = node.create_worker(ControlLoop {
+        threads: Vec::new(),
+    });
+    run_on(executor, &worker, |_| ());
+    worker
+}
+
+/// Wait (doing `meanwhile` between looks) until at most `count` threads named
+/// `name`-d* are left.
+fn wait_for_threads(name: &str, count: usize, what: &str, mut meanwhile: impl FnMut()) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while dedicated_threads(name) > count {
+        assert!(Instant::now() < deadline, "the thread outlived its {what}");
+        meanwhile();
+    }
+}
+
+fn spin_for(executor: &mut Executor, promise: Promise<()>) {
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(promise)
+            .timeout(Duration::from_secs(20)),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn only_the_selected_workers_run_on_a_dedicated_thread() {
+    let context = Context::default_from_env().unwrap();
+    let (mut executor, stats) = executor_with(
+        &context,
+        "ded-only",
+        DedicatedWorkers::for_payload::<ControlLoop>().cpus([0]),
+    );
+    let node = executor.create_node(unique("dedicated").as_str()).unwrap();
+    let worker = node.create_worker(ControlLoop {
+        threads: Vec::new(),
+    });
+    let topic = unique("dedicated_topic");
+    let (tx, done) = oneshot::channel();
+    let tx = Arc::new(Mutex::new(Some(tx)));
+    let node_threads = Arc::new(Mutex::new(Vec::new()));
+    let _worker_sub = worker
+        .create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |state: &mut ControlLoop, _m: Int32| {
+                state.threads.push(current_thread_name());
+                if state.threads.len() == 50 {
+                    if let Some(tx) = tx.lock().unwrap().take() {
+                        let _ = tx.send(());
+                    }
+                }
+            },
+        )
+        .unwrap();
+    let seen = Arc::clone(&node_threads);
+    let _node_sub = node
+        .create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |_m: Int32| {
+                seen.lock().unwrap().push(current_thread_name());
+            },
+        )
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    publish_to(&publisher, 2, 50);
+    spin_for(&mut executor, done);
+
+    let threads = run_on(&mut executor, &worker, |state| state.threads.clone());
+    assert_eq!(threads.len(), 50);
+    let name = &threads[0];
+    assert!(name.starts_with("ded-only-d"), "ran on {name}");
+    assert!(threads.iter().all(|t| t == name), "one thread: {threads:?}");
+    // Node-level callbacks (payload `()`) stay on the Tokio threads.
+    let node_threads = node_threads.lock().unwrap();
+    assert!(!node_threads.is_empty());
+    assert!(
+        node_threads.iter().all(|t| !t.starts_with("ded-only-d")),
+        "{node_threads:?}"
+    );
+
+    let dedicated: Vec<_> = stats
+        .workers()
+        .into_iter()
+        .filter_map(|w| w.dedicated)
+        .collect();
+    assert_eq!(dedicated.len(), 1, "one dedicated Worker");
+    assert_eq!(dedicated[0].affinity, Placement::Applied);
+    assert_eq!(dedicated[0].fifo_priority, Placement::NotRequested);
+}
+
+#[test]
+fn tokio_is_usable_inside_a_dedicated_workers_callbacks() {
+    let context = Context::default_from_env().unwrap();
+    let (mut executor, _stats) = executor_with(&context, "ded-tokio", DedicatedWorkers::all());
+    let node = executor
+        .create_node(unique("dedicated_tokio").as_str())
+        .unwrap();
+    let worker = node.create_worker::<()>(());
+    let (tx, done) = oneshot::channel();
+    let _ran = worker.run(move |_: &mut ()| {
+        // Spawned onto the executor's Tokio threads; the timer is Tokio's.
+        tokio::spawn(async move {
+            let started = Instant::now();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let _ = tx.send(());
+            assert!(started.elapsed() >= Duration::from_millis(20));
+        });
+    });
+    spin_for(&mut executor, done);
+}
+
+#[test]
+fn a_dedicated_thread_ends_with_its_worker_and_with_the_executor() {
+    let context = Context::default_from_env().unwrap();
+    let before = dedicated_threads("ded-end");
+    let (mut executor, _stats) = executor_with(
+        &context,
+        "ded-end",
+        DedicatedWorkers::for_payload::<ControlLoop>(),
+    );
+    let node = executor
+        .create_node(unique("dedicated_end").as_str())
+        .unwrap();
+    let worker = started_worker(&mut executor, &node);
+    assert_eq!(dedicated_threads("ded-end"), before + 1);
+
+    drop(worker);
+    wait_for_threads("ded-end", before, "Worker", || {
+        let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(10)));
+    });
+
+    let second = started_worker(&mut executor, &node);
+    assert_eq!(dedicated_threads("ded-end"), before + 1);
+    drop(executor);
+    wait_for_threads("ded-end", before, "executor", || {
+        std::thread::sleep(Duration::from_millis(5))
+    });
+    drop(second);
+}
