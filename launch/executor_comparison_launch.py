@@ -14,10 +14,11 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl'}
+RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'raw_push'}
 ARGUMENTS = [
     ('executor', 'rclrs_tokio',
-     'Executor under test: rclrs_tokio, rclrs_basic, raw_rcl (no executor, the floor), '
+     'Executor under test: rclrs_tokio, rclrs_basic, raw_rcl or raw_push (no executor: a '
+     'wait-set loop, or push callbacks waking one take loop, the floor), '
      'rclcpp_single, rclcpp_multi, rclcpp_events or rclcpp_events_cbg'),
     ('payload', '0', 'Payload size of each BenchMessage, in bytes'),
     ('reliability', 'reliable', 'QoS reliability: reliable or best_effort'),

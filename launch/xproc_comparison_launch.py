@@ -4,7 +4,8 @@ process, always the Rust `bench_node --role pub --executor rclrs_tokio`, so ever
 is fed by the same publisher. Both share one `--topic`. Each prints one JSON line: the
 subscriber's has received_per_s, CPU and latency (sent and dropped are null), the
 publisher's has sent and sent_per_s (benchmarks/harness/bench.py merges the two). The
-launch shuts down when the subscriber exits (a publisher still running gets SIGINT).
+launch shuts down when the subscriber exits (a publisher still running gets SIGINT),
+unless `end_with_subscriber:=false`.
 
     ros2 launch rclrs_tokio xproc_comparison_launch.py executor:=rclcpp_events payload:=65536
     ros2 launch rclrs_tokio xproc_comparison_launch.py subscriptions:=8 workers:=2
@@ -18,12 +19,12 @@ from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl'}
+RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'raw_push'}
 ARGUMENTS = [
     ('executor', 'rclrs_tokio',
-     'Executor under test in the subscriber process: rclrs_tokio, rclrs_basic, raw_rcl '
-     '(no executor, the floor), rclcpp_single, rclcpp_multi, rclcpp_events or '
-     'rclcpp_events_cbg'),
+     'Executor under test in the subscriber process: rclrs_tokio, rclrs_basic, raw_rcl or '
+     'raw_push (no executor: a wait-set loop, or push callbacks waking one take loop, the '
+     'floor), rclcpp_single, rclcpp_multi, rclcpp_events or rclcpp_events_cbg'),
     ('payload', '0', 'Payload size of each BenchMessage, in bytes'),
     ('reliability', 'reliable', 'QoS reliability: reliable or best_effort'),
     ('depth', '1000', 'QoS history depth (keep last)'),
@@ -43,6 +44,9 @@ ARGUMENTS = [
      'The subscriber exits after this many seconds without a message, after the window'),
     ('topic', '',
      'Topic both processes share; empty: bench_xproc_<pid of ros2 launch>'),
+    ('end_with_subscriber', 'true',
+     'true: the launch shuts down when the subscriber exits (a publisher still running gets '
+     'SIGINT); false: both processes run to their own end (launch_testing uses this)'),
 ]
 
 
@@ -70,6 +74,8 @@ def _nodes(context):
     # The subscriber decides when the run is over: it exits idle_exit seconds after the
     # last message, or with exit 2 when no message came (30 s) or the publisher stopped
     # before the window ended. A publisher that failed late does not cut its result short.
+    if get['end_with_subscriber'].lower() != 'true':
+        return [subscriber, publisher]
     return [
         RegisterEventHandler(OnProcessExit(
             target_action=subscriber,

@@ -16,13 +16,13 @@
 //! - [`spin_gate`]: callbacks run only while `spin()` is active, and `spin()` returns
 //!   only after the callbacks in flight finish; single passes for `spin_once`.
 //! - [`spin`]: one `spin()` call and its stop conditions.
-//! - [`alarms`]: precise deadlines for spins, rung by the timer scheduler's thread.
 //! - [`async_tasks`]: the futures rclrs hands over, gated the same way, with an inline
 //!   first poll so node-level callbacks do not spawn a task per message.
 //! - [`fallback_waiter`]: an rcl wait set, on its own thread, for primitives that have
 //!   no push path; it borrows the Worker's payload through the mailbox.
 //! - [`timer_scheduler`]: one thread that watches every timer's deadline (wall clock, or
-//!   ROS time moved by `/clock`) and delivers ticks into Worker mailboxes.
+//!   ROS time moved by `/clock`) and delivers ticks into Worker mailboxes; its
+//!   [`alarms`](timer_scheduler::alarms) are the precise deadlines of spins.
 //! - [`panics`]: how a contained panic is reported.
 //! - [`signals`]: SIGINT and SIGTERM ending spins, for executors that opt in.
 //! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
@@ -51,7 +51,6 @@
 //! handle is gone too). The rcl context outlives all of them, because every entity
 //! holds it through rclrs.
 
-pub(crate) mod alarms;
 pub(crate) mod async_tasks;
 pub(crate) mod channels;
 pub(crate) mod dedicated_thread;
@@ -150,5 +149,17 @@ impl Drop for TokioExecutorRuntime {
         // the pool's threads stop.
         self.shared.shut_down();
         self.shared.threads.stop();
+        // Dedicated Worker threads end once they tore their entities down: wait for
+        // that (not on one of them: it would wait for itself).
+        if !dedicated_thread::runs_for(Arc::as_ptr(&self.shared)) {
+            let threads = std::mem::take(
+                &mut *self
+                    .shared
+                    .dedicated_threads
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+            dedicated_thread::join_all(threads);
+        }
     }
 }

@@ -163,6 +163,10 @@ pub struct BenchArgs {
         requires = "dedicated_workers"
     )]
     pub fifo_priority: u8,
+    /// How long a streaming Worker watches its mailbox before parking, in µs
+    /// (rclrs_tokio's `linger` option; default 0, off).
+    #[arg(long = "linger-us", default_value_t = 0)]
+    pub linger_us: u64,
 }
 
 impl ExecutorName {
@@ -218,6 +222,8 @@ pub struct Config {
     pub stage_tracing: bool,
     /// `--dedicated-workers`, `--cpus` and `--fifo-priority`.
     pub dedicated: Option<DedicatedWorkers>,
+    /// `--linger-us`.
+    pub linger: Duration,
 }
 
 impl Config {
@@ -241,6 +247,9 @@ impl Config {
         }
         if args.stage_tracing && args.executor != ExecutorName::RclrsTokio {
             return Err("--stage-tracing: only rclrs_tokio traces stages".into());
+        }
+        if args.linger_us > 0 && args.executor != ExecutorName::RclrsTokio {
+            return Err("--linger-us: only rclrs_tokio lingers".into());
         }
         if args.dedicated_workers && args.executor != ExecutorName::RclrsTokio {
             return Err("--dedicated-workers: only rclrs_tokio has dedicated Workers".into());
@@ -275,6 +284,7 @@ impl Config {
             idle_exit: Duration::from_secs_f64(args.idle_exit_s),
             stage_tracing: args.stage_tracing,
             dedicated,
+            linger: Duration::from_micros(args.linger_us),
         })
     }
 

@@ -43,7 +43,9 @@ impl Setup {
         let capture = raw_rcl::CaptureRuntime::default();
         let (executor, stats) = match config.executor.as_str() {
             "rclrs_tokio" => {
-                let mut options = TokioExecutorOptions::new().stage_tracing(config.stage_tracing);
+                let mut options = TokioExecutorOptions::new()
+                    .stage_tracing(config.stage_tracing)
+                    .linger(config.linger);
                 if config.threads > 0 {
                     options = options.worker_threads(config.threads);
                 }

@@ -18,7 +18,9 @@
 //! first; a refusal is logged once per executor and the thread goes on without it.
 //!
 //! The thread ends when the future does: the Worker task ends on executor shutdown or
-//! when its rclrs Worker is gone, after tearing down its entities.
+//! when its rclrs Worker is gone, after tearing down its entities. Dropping the
+//! executor waits (up to [`TEARDOWN_PATIENCE`]) for its dedicated threads to end, so
+//! their entities are finalized before the drop returns, as the pool's are.
 
 use crate::ffi;
 use crate::options::{DedicatedThread, DedicatedWorkers, Placement};
@@ -32,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
+use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 
 thread_local! {
@@ -81,7 +84,16 @@ where
         block_on(task);
     });
     match started {
-        Ok(_) => Ok(()),
+        Ok(thread) => {
+            let mut threads = shared
+                .dedicated_threads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            // Threads of Workers already gone need no join: forget them.
+            threads.retain(|t| !t.is_finished());
+            threads.push(thread);
+            Ok(())
+        }
         Err(err) => {
             let task = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
             Err((
@@ -168,10 +180,26 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     }
 }
 
+/// How long dropping the executor waits for its dedicated threads to tear down.
+pub(crate) const TEARDOWN_PATIENCE: Duration = Duration::from_secs(2);
+
+/// Wait for the threads in `threads` to end (they were told to shut down), up to
+/// [`TEARDOWN_PATIENCE`]; a thread still running then is left detached.
+pub(crate) fn join_all(threads: Vec<std::thread::JoinHandle<()>>) {
+    let deadline = Instant::now() + TEARDOWN_PATIENCE;
+    for thread in threads {
+        while !thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn block_on_wakes_for_a_send_from_another_thread() {

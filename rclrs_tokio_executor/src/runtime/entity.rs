@@ -24,9 +24,7 @@
 //! entity that a new arrival queued again within the same pass is deferred as well.
 
 use crate::ffi::{self, RclTimer, ResetRegistration};
-use crate::runtime::mailbox::{MailItem, MailboxSender};
 use crate::runtime::panics::log_panic;
-use crate::runtime::timer_scheduler::TimerScheduler;
 use crate::stats::worker_counters::now_ns;
 use crate::stats::ExecutorStats;
 use rclrs::{OnReadyCallback, OnReadyHandle, RclPrimitiveKind, ReadyKind, Waitable};
@@ -34,6 +32,22 @@ use std::sync::{
     atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     Arc, Mutex, Weak,
 };
+
+/// Where a notified entity goes: its Worker's mailbox, which implements this
+/// (`mailbox.rs`), so that an entity needs nothing else of it.
+pub(crate) trait EntityQueue: Clone + Send + Sync + 'static {
+    /// Queue `entity`, without blocking.
+    fn enqueue(&self, entity: Arc<Entity>);
+    /// Whether stage tracing is on (a notification then stamps its time).
+    fn tracing(&self) -> bool;
+}
+
+/// What watches a timer entity's deadlines: the timer scheduler, which implements this
+/// (`timer_scheduler.rs`). A timer entity leaves it on teardown.
+pub(crate) trait TimerWatch: Send + Sync {
+    /// Stop watching `entity` (no tick is delivered for it afterwards).
+    fn remove(&self, entity: &Entity);
+}
 
 /// A push-driven entity. Held strongly only by its Worker's task and, while queued, by
 /// the mailbox; its push callback holds it weakly.
@@ -60,7 +74,7 @@ pub(crate) struct Entity {
 /// their `Drop` (which frees their callback contexts), after `Entity::stop_timer` has
 /// cleared them in rcl.
 pub(crate) struct TimerParts {
-    pub(crate) scheduler: Arc<TimerScheduler>,
+    pub(crate) scheduler: Arc<dyn TimerWatch>,
     #[allow(dead_code)]
     pub(crate) reset: Option<ResetRegistration>,
     #[allow(dead_code)]
@@ -90,7 +104,7 @@ impl Entity {
     /// events that arrived before registration.
     pub(crate) fn register(
         self: &Arc<Self>,
-        mailbox: &MailboxSender,
+        mailbox: &impl EntityQueue,
     ) -> Result<bool, rclrs::RclrsError> {
         let weak: Weak<Self> = Arc::downgrade(self);
         let mailbox = mailbox.clone();
@@ -112,7 +126,7 @@ impl Entity {
     }
 
     /// The push callback's work: atomics and at most one non-blocking send.
-    pub(crate) fn notify(self: Arc<Self>, count: usize, mailbox: &MailboxSender) {
+    pub(crate) fn notify(self: Arc<Self>, count: usize, mailbox: &impl EntityQueue) {
         if count == 0 {
             return;
         }
@@ -121,7 +135,7 @@ impl Entity {
             if mailbox.tracing() {
                 self.notified_ns.store(now_ns(), Ordering::Relaxed);
             }
-            mailbox.send(MailItem::Entity(self));
+            mailbox.enqueue(self);
         }
     }
 
@@ -138,7 +152,7 @@ impl Entity {
     }
 
     /// Give back arrivals a drain did not get to (its budget ran out) and re-queue.
-    pub(crate) fn unclaim(self: &Arc<Self>, count: usize, mailbox: &MailboxSender) {
+    pub(crate) fn unclaim(self: &Arc<Self>, count: usize, mailbox: &impl EntityQueue) {
         if count > 0 {
             Arc::clone(self).notify(count, mailbox);
         }
@@ -159,9 +173,9 @@ impl Entity {
     }
 
     /// Queue a deferred entity again if it still has arrivals and is not queued.
-    pub(crate) fn requeue(self: &Arc<Self>, mailbox: &MailboxSender) {
+    pub(crate) fn requeue(self: &Arc<Self>, mailbox: &impl EntityQueue) {
         if self.pending.load(Ordering::SeqCst) > 0 && !self.queued.swap(true, Ordering::AcqRel) {
-            mailbox.send(MailItem::Entity(Arc::clone(self)));
+            mailbox.enqueue(Arc::clone(self));
         }
     }
 

@@ -11,7 +11,7 @@
 //! waiting when it started, which a zero or short timeout must still process, and
 //! users read them as the Worker's backlog.
 
-use crate::runtime::entity::Entity;
+use crate::runtime::entity::{Entity, EntityQueue};
 use crate::stats::worker_counters::WorkerCounters;
 use rclrs::PayloadTask;
 use std::any::Any;
@@ -102,6 +102,16 @@ pub(crate) fn mailbox(counters: &Arc<WorkerCounters>) -> (MailboxSender, Mailbox
             counters: Arc::clone(counters),
         },
     )
+}
+
+impl EntityQueue for MailboxSender {
+    fn enqueue(&self, entity: Arc<Entity>) {
+        self.send(MailItem::Entity(entity));
+    }
+
+    fn tracing(&self) -> bool {
+        MailboxSender::tracing(self)
+    }
 }
 
 impl MailboxSender {

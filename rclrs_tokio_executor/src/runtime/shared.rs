@@ -32,6 +32,9 @@ pub(crate) struct ExecutorShared {
     /// Worker never takes the last core from the thread that feeds it.
     pub(crate) lingering: AtomicUsize,
     pub(crate) max_lingering: usize,
+    /// How long a streaming Worker watches its mailbox before parking (`linger`; zero:
+    /// never).
+    pub(crate) linger: std::time::Duration,
     shutdown: AtomicBool,
     /// Entities were added since the last spin began: as the basic executor's wait set,
     /// whose guard condition such a change triggers, the next `spin_once` counts that
@@ -44,8 +47,11 @@ pub(crate) struct ExecutorShared {
     pub(crate) dedicated: Option<DedicatedWorkers>,
     pub(crate) thread_name: String,
     pub(crate) dedicated_refusal_logged: Arc<AtomicBool>,
-    /// The clock task's control channel, once a `/clock` subscription appeared.
-    clock_task: std::sync::OnceLock<UnboundedSender<Control>>,
+    /// The dedicated Worker threads started so far (joined when the executor drops).
+    pub(crate) dedicated_threads: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// The clock task's control channel, started by the first Worker that meets a
+    /// `/clock` subscription (see `worker_task::registration`).
+    pub(crate) clock_task: std::sync::OnceLock<UnboundedSender<Control>>,
 }
 
 impl ExecutorShared {
@@ -60,35 +66,16 @@ impl ExecutorShared {
             lingering: AtomicUsize::new(0),
             max_lingering: std::thread::available_parallelism()
                 .map_or(0, |n| n.get().saturating_sub(1)),
+            linger: options.linger,
             shutdown: AtomicBool::new(false),
             entities_changed: AtomicBool::new(false),
             stops_on_signals: options.stop_on_signals,
             dedicated: options.dedicated_workers.clone(),
             thread_name: options.thread_name.clone(),
             dedicated_refusal_logged: Arc::default(),
+            dedicated_threads: std::sync::Mutex::default(),
             clock_task: std::sync::OnceLock::new(),
         })
-    }
-
-    /// The clock task: a Worker task of its own, with the `()` payload of node-level
-    /// primitives, that serves rclrs's `/clock` subscriptions whether or not the
-    /// executor is spinning (like rclcpp's dedicated clock thread), so ROS time never
-    /// waits for a busy Worker.
-    pub(crate) fn clock_task(
-        self: &Arc<Self>,
-        context: &rclrs::Context,
-    ) -> UnboundedSender<Control> {
-        self.clock_task
-            .get_or_init(|| {
-                crate::runtime::worker_task::WorkerTask::spawn(
-                    Arc::clone(self),
-                    context.clone(),
-                    None,
-                    Box::new(()),
-                )
-                .0
-            })
-            .clone()
     }
 
     /// Tell the Worker tasks to tear down (the executor is being dropped).
@@ -113,10 +100,5 @@ impl ExecutorShared {
     /// Whether entities were added since the last call (which clears it).
     pub(crate) fn take_entities_changed(&self) -> bool {
         self.entities_changed.swap(false, Ordering::AcqRel)
-    }
-
-    /// SIGINT or SIGTERM arrived, and this executor's spins stop on it.
-    pub(crate) fn interrupted(&self) -> bool {
-        self.stops_on_signals && crate::runtime::signals::received().is_some()
     }
 }

@@ -66,3 +66,8 @@ fn install() -> Result<(), String> {
         .map_err(|e| format!("cannot start the signal listener thread: {e}"))?;
     Ok(())
 }
+
+/// SIGINT or SIGTERM arrived, and `shared`'s spins stop on it.
+pub(crate) fn interrupted(shared: &ExecutorShared) -> bool {
+    shared.stops_on_signals && received().is_some()
+}

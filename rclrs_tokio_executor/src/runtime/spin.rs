@@ -3,7 +3,7 @@
 //!
 //! The spin future needs no runtime of its own: the blocking `spin()` runs it on the
 //! caller's thread and `spin_async` on whatever executor awaits it. Its deadline is an
-//! [`Alarm`](crate::runtime::alarms) of the timer scheduler's thread, precise to the
+//! [`Alarm`](crate::runtime::timer_scheduler::alarms) of the timer scheduler's thread, precise to the
 //! kernel's wake-up latency rather than Tokio's 1 ms timer tick.
 //!
 //! Stop conditions, as with the rclrs basic executor:
@@ -36,7 +36,7 @@
 //! lasts longer than [`BACKLOG_STALL`] without a Worker making progress on it, so a
 //! busy or stalled Worker cannot hold a timed spin past its deadline.
 
-use crate::runtime::{shared::ExecutorShared, spin_gate::Watching, workers::Backlog};
+use crate::runtime::{shared::ExecutorShared, signals, spin_gate::Watching, workers::Backlog};
 use rclrs::{RclReturnCode, RclrsError, SpinConditions};
 use std::sync::{atomic::Ordering, Arc};
 use std::time::{Duration, Instant};
@@ -61,7 +61,7 @@ pub(crate) async fn spin(
     if !context.ok() || shared.is_shut_down() {
         return Vec::new();
     }
-    if shared.interrupted() {
+    if signals::interrupted(&shared) {
         return vec![crate::error::interrupted()];
     }
     if options
@@ -115,7 +115,7 @@ pub(crate) async fn spin(
         if halt_spinning.load(Ordering::Acquire) || !context.ok() || shared.is_shut_down() {
             break;
         }
-        if shared.interrupted() {
+        if signals::interrupted(&shared) {
             errors.push(crate::error::interrupted());
             break;
         }

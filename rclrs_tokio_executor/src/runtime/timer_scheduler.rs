@@ -30,7 +30,7 @@
 //!   thread is done with its `rcl_timer_t`) before it clears the reset callback and
 //!   drops the primitive.
 //!
-//! The same thread keeps the executor's [`alarms`](crate::runtime::alarms): deadlines of
+//! The same thread keeps the executor's [`alarms`]: deadlines of
 //! timed spins, which need the same sub-millisecond precision.
 //!
 //! Wake-ups use `thread::unpark`, which is sticky: a wake that lands while the thread is
@@ -38,11 +38,13 @@
 //! (which runs with that lock held) can never deadlock with the thread.
 
 use crate::ffi::{RclTimer, TimerDue};
+pub(crate) mod alarms;
+
 use crate::runtime::{
-    alarms::{Alarm, AlarmList},
-    entity::Entity,
+    entity::{Entity, TimerWatch},
     mailbox::MailboxSender,
 };
+use alarms::{Alarm, AlarmList};
 use std::collections::HashMap;
 use std::sync::{
     atomic::{AtomicBool, Ordering},
@@ -259,4 +261,10 @@ fn evaluate(state: &mut State) -> Option<Duration> {
         true
     });
     next
+}
+
+impl TimerWatch for TimerScheduler {
+    fn remove(&self, entity: &Entity) {
+        TimerScheduler::remove(self, entity);
+    }
 }

@@ -194,7 +194,9 @@ impl WorkerTask {
                     _ = shared.gate.opened_after(pass), if waiting_for_pass => continue,
                 },
             };
-            let streaming = self.linger.streaming(std::time::Instant::now());
+            let streaming = self
+                .linger
+                .streaming(std::time::Instant::now(), shared.linger);
             let budget_used = self.run_batch(first).await;
             if self.is_done() {
                 return;

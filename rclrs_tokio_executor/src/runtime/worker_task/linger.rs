@@ -1,11 +1,18 @@
 //! Lingering: a Worker under a sustained stream watches its mailbox briefly before it
-//! parks its thread.
+//! parks its thread. Off by default; `TokioExecutorOptions::linger` turns it on.
 //!
-//! When work arrives less than [`LINGER`] after the Worker last went idle (a sustained
-//! stream), the Worker watches its mailbox for up to [`LINGER`] before parking: the next
-//! message usually lands within that time, and catching it spares the publishing thread
-//! a wake-up syscall per message. Slower streams (10 kHz is 100 µs apart) never linger,
-//! so lingering costs no CPU there.
+//! When work arrives less than the linger time after the Worker last went idle (a
+//! sustained stream), the Worker watches its mailbox for up to that long before parking:
+//! the next message usually lands within that time, and catching it spares the
+//! publishing thread a wake-up per message. Slower streams (10 kHz is 100 µs apart)
+//! never linger, so lingering costs no CPU there.
+//!
+//! Whether it pays depends on the machine. Watching the mailbox keeps the cache lines
+//! the producer writes (the entity's counters, the queue's tail) bouncing between the
+//! two cores, and on a host whose cores share execution resources the spin itself slows
+//! the producer. On one 2-core Intel Xeon host a 30 µs linger cut in-process throughput
+//! from 287k to 75k messages/s, while on another it had raised it; hence off unless
+//! asked for (see the README's benchmark notes).
 //!
 //! Lingering only pays while it catches something. When the producer is on another
 //! process, or shares this thread's core, spinning steals the very CPU the producer
@@ -20,7 +27,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub(super) const LINGER: Duration = Duration::from_micros(30);
 const LINGER_MISSES: u32 = 2;
 const LINGER_PROBE: u32 = 64;
 
@@ -28,7 +34,7 @@ const LINGER_PROBE: u32 = 64;
 enum Linger {
     /// A new item arrived: it is in the stash.
     Caught,
-    /// Nothing arrived within [`LINGER`].
+    /// Nothing arrived within the linger time.
     Missed,
     /// Another task of this thread became ready; it must not wait for us.
     OthersReady,
@@ -45,10 +51,11 @@ pub(super) struct LingerState {
 }
 
 impl LingerState {
-    /// Whether work that arrives at `now` continues a sustained stream.
-    pub(super) fn streaming(&self, now: Instant) -> bool {
+    /// Whether work that arrives at `now` continues a sustained stream: it came less
+    /// than `linger` after the Worker went idle (never, with a zero `linger`).
+    pub(super) fn streaming(&self, now: Instant, linger: Duration) -> bool {
         self.idle_since
-            .is_some_and(|idle| now.duration_since(idle) < LINGER)
+            .is_some_and(|idle| now.duration_since(idle) < linger)
     }
 
     pub(super) fn went_idle(&mut self) {
@@ -91,7 +98,7 @@ impl WorkerTask {
         }
     }
 
-    /// Watch the mailbox for up to [`LINGER`]; a new item becomes the stash.
+    /// Watch the mailbox for up to the linger time; a new item becomes the stash.
     fn linger(&mut self) -> Linger {
         // Other tasks of this thread (other Workers placed here) woken meanwhile wait in
         // the runtime's injection queue: lingering would hold them up, so stop then.
@@ -104,7 +111,7 @@ impl WorkerTask {
                 .as_ref()
                 .is_some_and(|r| r.metrics().global_queue_depth() > 0)
         };
-        let until = Instant::now() + LINGER;
+        let until = Instant::now() + self.shared.linger;
         loop {
             // Reading the clock costs more than a look at the mailbox: look 32 times
             // between readings.

@@ -5,7 +5,7 @@
 use super::WorkerTask;
 use crate::ffi::RclTimer;
 use crate::runtime::{
-    entity::{Entity, TimerParts},
+    entity::{Entity, TimerParts, TimerWatch},
     fallback_waiter::FallbackWaiter,
     workers::Control,
 };
@@ -48,7 +48,7 @@ impl WorkerTask {
             let unit_payload = self.payload.as_ref().is_some_and(|p| (**p).is::<()>());
             if unit_payload {
                 if let Some(waitable) = entity.into_waitable() {
-                    let clock_task = self.shared.clock_task(&self.context);
+                    let clock_task = self.clock_task();
                     let _ = clock_task.send(Control::Add(waitable));
                 }
                 return;
@@ -129,7 +129,7 @@ impl WorkerTask {
             })
         };
         entity.set_timer_parts(TimerParts {
-            scheduler: Arc::clone(&scheduler),
+            scheduler: Arc::clone(&scheduler) as Arc<dyn TimerWatch>,
             reset,
             jump,
         });
@@ -175,5 +175,24 @@ impl WorkerTask {
                  path (timers, events, actions) will not run on this Worker"
             ),
         }
+    }
+
+    /// The clock task: a Worker task of its own, with the `()` payload of node-level
+    /// primitives, that serves rclrs's `/clock` subscriptions whether or not the
+    /// executor is spinning (like rclcpp's dedicated clock thread), so ROS time never
+    /// waits for a busy Worker. Started by the first `/clock` subscription.
+    fn clock_task(&self) -> tokio::sync::mpsc::UnboundedSender<Control> {
+        self.shared
+            .clock_task
+            .get_or_init(|| {
+                WorkerTask::spawn(
+                    Arc::clone(&self.shared),
+                    self.context.clone(),
+                    None,
+                    Box::new(()),
+                )
+                .0
+            })
+            .clone()
     }
 }

@@ -18,7 +18,7 @@
 //! - A future that polls `Ready` compares `Instant::now()` itself: the list is only a
 //!   way to be woken, never the source of truth.
 
-use crate::runtime::timer_scheduler::TimerScheduler;
+use super::TimerScheduler;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
