@@ -116,11 +116,19 @@ fn only_the_selected_workers_run_on_a_dedicated_thread() {
         )
         .unwrap();
     let seen = Arc::clone(&node_threads);
+    let (node_tx, node_done) = oneshot::channel();
+    let node_tx = Mutex::new(Some(node_tx));
     let _node_sub = node
         .create_subscription(
             topic.as_str().keep_last(100).reliable(),
             move |_m: Int32| {
-                seen.lock().unwrap().push(current_thread_name());
+                let mut seen = seen.lock().unwrap();
+                seen.push(current_thread_name());
+                if seen.len() == 50 {
+                    if let Some(tx) = node_tx.lock().unwrap().take() {
+                        let _ = tx.send(());
+                    }
+                }
             },
         )
         .unwrap();
@@ -129,6 +137,7 @@ fn only_the_selected_workers_run_on_a_dedicated_thread() {
         .unwrap();
     publish_to(&publisher, 2, 50);
     spin_for(&mut executor, done);
+    spin_for(&mut executor, node_done);
 
     let threads = run_on(&mut executor, &worker, |state| state.threads.clone());
     assert_eq!(threads.len(), 50);
@@ -137,7 +146,7 @@ fn only_the_selected_workers_run_on_a_dedicated_thread() {
     assert!(threads.iter().all(|t| t == name), "one thread: {threads:?}");
     // Node-level callbacks (payload `()`) stay on the Tokio threads.
     let node_threads = node_threads.lock().unwrap();
-    assert!(!node_threads.is_empty());
+    assert_eq!(node_threads.len(), 50);
     assert!(
         node_threads.iter().all(|t| !t.starts_with("ded-only-d")),
         "{node_threads:?}"
