@@ -140,8 +140,8 @@ impl Drop for TokioExecutorRuntime {
         // unless this thread is one of ours (a callback may be the one dropping us).
         let gate = &self.shared.gate;
         gate.close();
-        let own_thread = self.shared.threads.is_pool_thread()
-            || dedicated_thread::runs_for(Arc::as_ptr(&self.shared));
+        let on_dedicated_thread = dedicated_thread::runs_for(Arc::as_ptr(&self.shared));
+        let own_thread = self.shared.threads.is_pool_thread() || on_dedicated_thread;
         if !gate.is_idle() && !own_thread {
             futures::executor::block_on(gate.drained());
         }
@@ -151,7 +151,7 @@ impl Drop for TokioExecutorRuntime {
         self.shared.threads.stop();
         // Dedicated Worker threads end once they tore their entities down: wait for
         // that (not on one of them: it would wait for itself).
-        if !dedicated_thread::runs_for(Arc::as_ptr(&self.shared)) {
+        if !on_dedicated_thread {
             let threads = std::mem::take(
                 &mut *self
                     .shared

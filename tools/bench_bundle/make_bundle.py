@@ -31,6 +31,7 @@ the machine that made it. `test/test_bench_bundle.py` checks both.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import shutil
@@ -92,6 +93,7 @@ def find_node(package: str, node: str) -> Path | None:
     return None
 
 
+@functools.cache
 def library_dirs() -> list[Path]:
     """Each prefix's lib/, then the wheels' ros_*.libs folders."""
     dirs = [p / 'lib' for p in prefixes() if (p / 'lib').is_dir()]

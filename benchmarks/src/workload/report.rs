@@ -95,23 +95,16 @@ impl Report {
         received: u64,
     ) -> Self {
         let receive_s = thread_cpu::receive_seconds(seconds);
-        let pct: Map<String, Value> = seconds
-            .iter()
-            .map(|(name, s)| {
-                let pct = (1000.0 * s / wall_s).round() / 10.0;
-                (
-                    name.clone(),
-                    Number::from_f64(pct).map_or(Value::Null, Value::Number),
-                )
-            })
-            .collect();
+        let pct = seconds.iter().fold(Report::new(), |pct, (name, s)| {
+            pct.num(name, 100.0 * s / wall_s, 1)
+        });
         self.num("receive_cpu_pct", 100.0 * receive_s / wall_s, 1)
             .opt(
                 "receive_cpu_per_msg_us",
                 (received > 0).then(|| 1e6 * receive_s / received as f64),
                 3,
             )
-            .value("thread_cpu_pct", pct)
+            .value("thread_cpu_pct", pct.fields)
     }
 
     /// The Tokio executor's counters, summed over its Workers (`executor_stats`), and,

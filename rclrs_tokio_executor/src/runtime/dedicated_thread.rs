@@ -35,7 +35,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
-use tokio::runtime::Handle;
 
 thread_local! {
     /// On a dedicated Worker thread: the executor it belongs to (its shared state's
@@ -50,13 +49,13 @@ pub(crate) fn runs_for(owner: *const ExecutorShared) -> bool {
 }
 
 /// Start `task` on a new thread, placed as the executor's `dedicated_workers` ask,
-/// inside `handle`'s runtime context.
+/// inside the runtime context of one of the executor's Tokio threads (or the user's
+/// runtime).
 ///
 /// If the OS refuses the thread, the task comes back with the error, to run elsewhere.
 pub(crate) fn spawn<F>(
     shared: &Arc<ExecutorShared>,
     dedicated: &DedicatedWorkers,
-    handle: Handle,
     counters: Arc<WorkerCounters>,
     task: F,
 ) -> Result<(), (std::io::Error, F)>
@@ -65,6 +64,7 @@ where
 {
     let cpus = dedicated.cpus.clone();
     let priority = dedicated.fifo_priority;
+    let handle = shared.threads.handle_for_dedicated();
     let owner = Arc::as_ptr(shared) as usize;
     // Shared by the executor's dedicated threads, so a refusal is logged once.
     let refusal_logged = Arc::clone(&shared.dedicated_refusal_logged);

@@ -131,16 +131,15 @@ impl WorkerTask {
             pass: 0,
             deferred: Vec::new(),
             orphaned: false,
-            linger: LingerState::default(),
+            linger: LingerState::new(shared.linger),
             fallback: None,
         };
         match dedicated {
             None => shared.threads.spawn_worker(task.run()),
             Some(dedicated) => {
-                let handle = shared.threads.handle_for_dedicated();
                 let counters = Arc::clone(&task.counters);
                 if let Err((err, task)) =
-                    dedicated_thread::spawn(&shared, &dedicated, handle, counters, task.run())
+                    dedicated_thread::spawn(&shared, &dedicated, counters, task.run())
                 {
                     log_error!(
                         "rclrs_tokio_executor",
@@ -194,9 +193,7 @@ impl WorkerTask {
                     _ = shared.gate.opened_after(pass), if waiting_for_pass => continue,
                 },
             };
-            let streaming = self
-                .linger
-                .streaming(std::time::Instant::now(), shared.linger);
+            let streaming = self.linger.streaming();
             let budget_used = self.run_batch(first).await;
             if self.is_done() {
                 return;

@@ -41,8 +41,10 @@ enum Linger {
 }
 
 /// A Worker's lingering history.
-#[derive(Default)]
 pub(super) struct LingerState {
+    /// How long to linger (the executor's `linger` option); zero: never, and then no
+    /// clock is read for it either.
+    linger: Duration,
     /// When the Worker last ran out of work.
     idle_since: Option<Instant>,
     /// Lingers in a row that caught nothing, and wake-ups since lingering paused.
@@ -51,15 +53,28 @@ pub(super) struct LingerState {
 }
 
 impl LingerState {
-    /// Whether work that arrives at `now` continues a sustained stream: it came less
-    /// than `linger` after the Worker went idle (never, with a zero `linger`).
-    pub(super) fn streaming(&self, now: Instant, linger: Duration) -> bool {
-        self.idle_since
-            .is_some_and(|idle| now.duration_since(idle) < linger)
+    pub(super) fn new(linger: Duration) -> Self {
+        Self {
+            linger,
+            idle_since: None,
+            misses: 0,
+            wakeups_without: 0,
+        }
+    }
+
+    /// Whether work that arrives now continues a sustained stream: it came less than
+    /// the linger time after the Worker went idle.
+    pub(super) fn streaming(&self) -> bool {
+        !self.linger.is_zero()
+            && self
+                .idle_since
+                .is_some_and(|idle| idle.elapsed() < self.linger)
     }
 
     pub(super) fn went_idle(&mut self) {
-        self.idle_since = Some(Instant::now());
+        if !self.linger.is_zero() {
+            self.idle_since = Some(Instant::now());
+        }
     }
 
     /// Whether lingering has paid lately (see [`LINGER_MISSES`]).
@@ -111,7 +126,7 @@ impl WorkerTask {
                 .as_ref()
                 .is_some_and(|r| r.metrics().global_queue_depth() > 0)
         };
-        let until = Instant::now() + self.shared.linger;
+        let until = Instant::now() + self.linger.linger;
         loop {
             // Reading the clock costs more than a look at the mailbox: look 32 times
             // between readings.
