@@ -145,3 +145,20 @@ def test_what_is_queued_when_the_window_closes_is_accounted_for():
     assert m['received_per_s'] < 0.95 * m['sent_per_s'], m
     assert m['queued_at_close'] > 0.02 * m['sent'], m
     assert m['received'] + m['dropped'] == m['sent'], m
+
+
+def test_fanout_rows_apply_where_the_workload_exists():
+    # One fan-out subscription: only the Rust executors have FanoutSubscription.
+    for executor in ['rclrs_tokio', 'rclrs_basic']:
+        assert applicable('fanout_shared', executor)
+    for executor in ['raw_rcl', 'raw_push', 'rclcpp_events', 'rclcpp_events_ipc']:
+        assert not applicable('fanout_shared', executor), executor
+    # Every executor has the 8-subscription rows at both sizes and at 1 kHz.
+    for scenario in ['fanout', 'fanout_64KB', 'fanout_1kHz']:
+        for executor in ['rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'raw_push', 'rclcpp_single',
+                         'rclcpp_events']:
+            assert applicable(scenario, executor), (scenario, executor)
+        assert applicable(scenario, 'rclcpp_events_ipc')
+    # rclcpp's intra-process communication is a row of the in-process fan-out only.
+    for scenario in ['throughput_0B', 'fanout_xproc', 'latency_1kHz', 'timer_1kHz']:
+        assert not applicable(scenario, 'rclcpp_events_ipc'), scenario

@@ -92,6 +92,7 @@ def write_markdown(document: dict, path: Path) -> None:
     lines += latency_quantiles(runs)
     lines += stage_breakdown(runs)
     lines += receive_side(runs)
+    lines += fanout_comparison(runs)
     path.write_text('\n'.join(lines))
 
 
@@ -136,6 +137,34 @@ def receive_side(runs: list[dict]) -> list[str]:
     lines += ['', 'Receive threads: Fast DDS\'s UDP, TCP, shared-memory and data-sharing '
               'listener threads, which run the rmw listener and any rcl push callback; CPU from '
               '/proc/self/task/*/stat (clock ticks) over the window.', '']
+    return lines
+
+
+def fanout_comparison(runs: list[dict]) -> list[str]:
+    """Markdown: each `fanout_shared*` row (one fan-out subscription, 8 callbacks) against
+    the same workload with 8 subscriptions (`fanout*`), for every executor that ran it."""
+    by = {(r['scenario'], r['executor']): r for r in runs}
+    shared = [r for r in runs if r['scenario'].startswith('fanout_shared')
+              and (r.get('metrics') or {})]
+    if not shared:
+        return []
+    lines = ['## Fan-out: one shared subscription against 8 subscriptions', '',
+             '| scenario | executor | metric | value | against | their value | ratio |',
+             '| --- | --- | --- | --- | --- | --- | --- |']
+    for r in shared:
+        metric, higher = headline(r['scenario'])
+        value = r['metrics'].get(metric)
+        plain = r['scenario'].replace('fanout_shared', 'fanout')
+        for other in ORDER:
+            theirs = _value(by, plain, other, metric)
+            if value is None or not theirs:
+                continue
+            ratio = value / theirs if higher else theirs / value if value else None
+            lines.append(f'| {r["scenario"]} | {r["executor"]} | {metric} | {value:g} | '
+                         f'{plain} {other} | {theirs:g} | '
+                         + ('' if ratio is None else f'{ratio:.2f}x') + ' |')
+    lines += ['', 'ratio: how many times better the shared row is (higher is better for '
+              'deliveries/s; for CPU, their CPU over ours).', '']
     return lines
 
 
@@ -209,9 +238,13 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
          'msg/s', 'throughput_xproc.png')
     bars([s for s in scen if s.startswith('cpu')], 'cpu_executor_pct',
          'Executor CPU at 10 kHz (% of one core)', '% CPU', 'cpu.png')
-    bars([s for s in scen if s.startswith('fanout')], 'received_per_s',
-         'Fanout: 1 publisher to 8 subscriptions over 2 Workers (deliveries per second)',
+    bars([s for s in scen if s.startswith('fanout') and not s.endswith('1kHz')],
+         'received_per_s',
+         'Fan-out: 1 publisher to 8 callbacks over 2 Workers (deliveries per second)',
          'deliveries/s', 'fanout.png')
+    bars([s for s in scen if s.startswith('fanout') and s.endswith('1kHz')],
+         'cpu_executor_pct', 'Fan-out at 1 kHz to 8 callbacks: executor CPU (% of one core)',
+         '% CPU', 'fanout_cpu.png')
     bars([s for s in scen if s.startswith('workers_parallel')], 'received_per_s',
          'CPU-bound callbacks (200 µs each, 2 x 3 kHz offered) in 1 vs 2 Workers',
          'callbacks/s', 'workers_parallel.png')

@@ -66,10 +66,33 @@ SCENARIOS['latency_1kHz_contended'] = Scenario(
     'message', (*_STREAMS['latency_1kHz'][0], '--callback', 'node'), 'latency_p99_us', False,
     'latency_max_us', contended=True)
 
-_FANOUT = ('--payload', '0', *_RELIABLE_1000, '--rate-hz', '0', '--subscriptions', '8',
-           '--workers', '2', '--callback', 'worker')
-SCENARIOS['fanout'] = Scenario('message', _FANOUT, 'received_per_s', True, 'drop_pct')
-SCENARIOS['fanout_xproc'] = Scenario('xproc', _FANOUT, 'received_per_s', True, 'drop_pct')
+# Fan-out: one publisher, 8 callbacks over 2 Workers (rclcpp: 2 MutuallyExclusive
+# callback groups). `fanout*` has 8 subscriptions; `fanout_shared*` has one fan-out
+# subscription (`FanoutSubscription`, each message taken once) with 8 callbacks, for the
+# Rust executors that have it. `rclcpp_events_ipc` runs the in-process `fanout*` rows with
+# rclcpp's intra-process communication on.
+_FANOUT_SHAPE = ('--subscriptions', '8', '--workers', '2', '--callback', 'worker')
+_FANOUTS = {
+    'fanout': (('--payload', '0', *_RELIABLE_1000, '--rate-hz', '0'), 'received_per_s',
+               True, 'drop_pct'),
+    'fanout_64KB': (('--payload', '65536', *_RELIABLE_1000, '--rate-hz', '0'),
+                    'received_per_s', True, 'drop_pct'),
+    'fanout_1kHz': (('--payload', '0', *_RELIABLE_1000, '--rate-hz', '1000'),
+                    'cpu_executor_pct', False, 'cpu_process_pct'),
+}
+_NO_FANOUT_SUBSCRIPTION = frozenset(
+    {'raw_rcl', 'raw_push', 'rclcpp_single', 'rclcpp_multi', 'rclcpp_events',
+     'rclcpp_events_cbg'})
+for _name, (_args, _metric, _higher, _extra) in _FANOUTS.items():
+    _shared = _name.replace('fanout', 'fanout_shared')
+    SCENARIOS[_name] = Scenario('message', (*_args, *_FANOUT_SHAPE), _metric, _higher, _extra)
+    SCENARIOS[_shared] = Scenario('message', (*_args, *_FANOUT_SHAPE, '--shared-subscription'),
+                                  _metric, _higher, _extra, not_for=_NO_FANOUT_SUBSCRIPTION)
+SCENARIOS['fanout_xproc'] = Scenario('xproc', (*_FANOUTS['fanout'][0], *_FANOUT_SHAPE),
+                                     'received_per_s', True, 'drop_pct')
+SCENARIOS['fanout_shared_xproc'] = Scenario(
+    'xproc', (*_FANOUTS['fanout'][0], *_FANOUT_SHAPE, '--shared-subscription'),
+    'received_per_s', True, 'drop_pct', not_for=_NO_FANOUT_SUBSCRIPTION)
 for _n in (1, 10, 100, 1000):
     SCENARIOS[f'scaling_{_n}'] = Scenario(
         'message', ('--workload', 'scaling', '--subscriptions', str(_n), '--rate-hz', '1000',
@@ -138,12 +161,18 @@ EXECUTORS = {
     'rclcpp_multi': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
     'rclcpp_events': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
     'rclcpp_events_cbg': ('rclcpp_events_bridge', 'bench_node_cpp', 'timer_node_cpp'),
+    # rclcpp_events with intra-process communication (the fan-out rows only).
+    'rclcpp_events_ipc': ('rclcpp_events_bridge', 'bench_node_cpp', None),
 }
 # Executors that run another one's node with extra flags: name -> (--executor, flags).
 VARIANTS = {'rclrs_tokio_traced': ('rclrs_tokio', ('--stage-tracing',)),
-            'rclrs_tokio_linger': ('rclrs_tokio', ('--linger-us', '30'))}
-# What runs when --executors is not given: every executor but the variants.
-DEFAULT_EXECUTORS = [e for e in EXECUTORS if e not in VARIANTS]
+            'rclrs_tokio_linger': ('rclrs_tokio', ('--linger-us', '30')),
+            'rclcpp_events_ipc': ('rclcpp_events', ('--intra-process',))}
+# Executors that apply to a few scenarios only: name -> those scenarios.
+ONLY_IN = {'rclcpp_events_ipc': frozenset({'fanout', 'fanout_64KB', 'fanout_1kHz'})}
+# What runs when --executors is not given: every executor but the variants, and the
+# executors that only apply to a few scenarios (in those).
+DEFAULT_EXECUTORS = [e for e in EXECUTORS if e not in VARIANTS or e in ONLY_IN]
 # The publisher process of every `_xproc` row: the same for every executor under test.
 XPROC_PUBLISHER = ('rclrs_tokio_benchmarks', 'bench_node')
 # A node exits with this code when the executor is not in the installed library
@@ -158,6 +187,8 @@ def headline(scenario: str) -> tuple[str, bool]:
 
 
 def applicable(scenario: str, executor: str) -> bool:
+    if executor in ONLY_IN:
+        return scenario in ONLY_IN[executor]
     return executor not in SCENARIOS[scenario].not_for
 
 

@@ -12,10 +12,12 @@
 //                  [--idle-exit-s S]              (sub role only, default 1.0)
 //                  [--payload BYTES] [--reliability reliable|best_effort] [--depth N]
 //                  [--rate-hz R (0 = as fast as possible)] [--warmup-s S] [--seconds S]
-//                  [--latency] [--threads N] [--ros-args ...]
+//                  [--latency] [--threads N] [--intra-process] [--ros-args ...]
 //
 // `--callback` is accepted and ignored (rclcpp has a single kind of subscription
 // callback). `--threads` sizes the pool of rclcpp_multi and rclcpp_events_cbg (default 2).
+// `--intra-process` turns on rclcpp's intra-process communication for the stream's node
+// (in one process the subscriptions then share each published message by shared_ptr).
 //
 // Workloads (one source file each, see workloads.hpp):
 //   stream    A BenchMessage stream on --topic with --subscriptions N subscriptions
@@ -135,6 +137,7 @@ Config Config::from(const bench::Args & args)
   c.window_s = args.get<double>("seconds", 3.0);
   c.latency = args.get<bool>("latency", false);
   c.threads = args.get<uint64_t>("threads", 0);
+  c.intra_process = args.get<bool>("intra-process", false);
   c.subscriptions = args.get<uint64_t>("subscriptions", 1);
   c.workers = args.get<uint64_t>("workers", 1);
   c.work_us = args.get<uint64_t>("work-us", 200);

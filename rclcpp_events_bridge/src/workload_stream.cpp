@@ -38,7 +38,7 @@ constexpr int64_t kFirstMessageTimeoutNs = 30LL * 1000000000LL;
 std::shared_ptr<rclcpp::Node> make_node(const Config & config)
 {
   return std::make_shared<rclcpp::Node>(
-    config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(false));
+    config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(config.intra_process));
 }
 
 /// The N subscriptions of the run, all on --topic, counting into `stats`.
@@ -64,7 +64,8 @@ void wait_for_subscribers(
 
 bench::Json & fanout_keys(bench::Json & json, const Config & config)
 {
-  return json.integer("subscriptions", config.subscriptions).integer("workers", config.workers);
+  return json.integer("subscriptions", config.subscriptions).integer("workers", config.workers)
+         .flag("intra_process", config.intra_process);
 }
 
 /// Publisher thread and executor in this process.

@@ -57,6 +57,7 @@ struct Config
   double window_s = 3.0;
   bool latency = false;
   uint64_t threads = 0;       // pool of rclcpp_multi / rclcpp_events_cbg (0: 2)
+  bool intra_process = false; // stream: rclcpp's intra-process communication
   uint64_t subscriptions = 1;
   uint64_t workers = 1;
   uint64_t work_us = 200;     // parallel: CPU time each callback burns

@@ -45,6 +45,9 @@
 //!   [`ExecutorStats::publish_on`] publishes them on a ROS topic;
 //! - dropping the executor waits for the callbacks already running, and none starts
 //!   after the drop returns;
+//! - [`FanoutSubscription`] (from [`CreateFanoutSubscription`]) takes each message of a
+//!   topic once and hands the same `Arc<T>` to callbacks on any number of Workers, with
+//!   a bounded queue per Worker so a slow one cannot hold back the others;
 //! - [`TokioExecutorOptions::dedicated_workers`] runs chosen Workers on OS threads of
 //!   their own (optionally pinned and under SCHED_FIFO), with the same contract;
 //! - with [`TokioExecutorOptions::runtime_handle`], a runtime that does not run the
@@ -74,6 +77,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod fanout;
 mod ffi;
 mod options;
 mod runtime;
@@ -83,6 +87,10 @@ mod stats;
 pub use crate::error::{
     is_interrupted_error, is_runtime_not_driven_error, is_spin_inside_runtime_error,
     TokioExecutorError, INTERRUPTED, RUNTIME_NOT_DRIVEN, SPIN_INSIDE_RUNTIME,
+};
+pub use crate::fanout::{
+    CreateFanoutSubscription, FanoutCallback, FanoutSubscription, IntoNodeFanoutCallback,
+    IntoWorkerFanoutCallback,
 };
 pub use crate::options::{DedicatedThread, DedicatedWorkers, Placement, TokioExecutorOptions};
 pub use crate::runtime::TokioExecutorRuntime;

@@ -23,6 +23,8 @@
 //! - [`timer_scheduler`]: one thread that watches every timer's deadline (wall clock, or
 //!   ROS time moved by `/clock`) and delivers ticks into Worker mailboxes; its
 //!   [`alarms`](timer_scheduler::alarms) are the precise deadlines of spins.
+//! - [`turn`]: how many callbacks a Worker task runs before it yields its thread (and the
+//!   wake-ups of other Workers it defers to the end of its turn).
 //! - [`panics`]: how a contained panic is reported.
 //! - [`signals`]: SIGINT and SIGTERM ending spins, for executors that opt in.
 //! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
@@ -64,6 +66,7 @@ pub(crate) mod spin;
 pub(crate) mod spin_gate;
 pub(crate) mod threads;
 pub(crate) mod timer_scheduler;
+pub(crate) mod turn;
 pub(crate) mod worker_task;
 pub(crate) mod workers;
 

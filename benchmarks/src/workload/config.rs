@@ -167,6 +167,11 @@ pub struct BenchArgs {
     /// (rclrs_tokio's `linger` option; default 0, off).
     #[arg(long = "linger-us", default_value_t = 0)]
     pub linger_us: u64,
+    /// One fan-out subscription (`rclrs_tokio_executor::FanoutSubscription`) with
+    /// `--subscriptions` callbacks over `--workers` Workers, instead of that many
+    /// subscriptions: each message is taken once (rclrs_tokio and rclrs_basic).
+    #[arg(long = "shared-subscription")]
+    pub shared_subscription: bool,
 }
 
 impl ExecutorName {
@@ -224,6 +229,8 @@ pub struct Config {
     pub dedicated: Option<DedicatedWorkers>,
     /// `--linger-us`.
     pub linger: Duration,
+    /// `--shared-subscription`.
+    pub shared_subscription: bool,
 }
 
 impl Config {
@@ -247,6 +254,20 @@ impl Config {
         }
         if args.stage_tracing && args.executor != ExecutorName::RclrsTokio {
             return Err("--stage-tracing: only rclrs_tokio traces stages".into());
+        }
+        if args.shared_subscription
+            && !matches!(
+                args.executor,
+                ExecutorName::RclrsTokio | ExecutorName::RclrsBasic
+            )
+        {
+            return Err(format!(
+                "--shared-subscription: {} has no fan-out subscription",
+                args.executor.name()
+            ));
+        }
+        if args.shared_subscription && workload != Workload::Stream {
+            return Err("--shared-subscription: only the stream workload has one".into());
         }
         if args.linger_us > 0 && args.executor != ExecutorName::RclrsTokio {
             return Err("--linger-us: only rclrs_tokio lingers".into());
@@ -285,7 +306,18 @@ impl Config {
             stage_tracing: args.stage_tracing,
             dedicated,
             linger: Duration::from_micros(args.linger_us),
+            shared_subscription: args.shared_subscription,
         })
+    }
+
+    /// How many rcl subscriptions a stream's publisher waits for: one fan-out
+    /// subscription, or `--subscriptions` of them.
+    pub fn rcl_subscriptions(&self) -> usize {
+        if self.shared_subscription {
+            1
+        } else {
+            self.subscriptions
+        }
     }
 
     /// The QoS of every topic in the run.

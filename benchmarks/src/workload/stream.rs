@@ -16,6 +16,7 @@ use super::{Config, Report, Role};
 use crate::thread_cpu::ThreadCpu;
 use crate::{interrupt, monotonic_ns};
 use rclrs::{CreateBasicExecutor, Node};
+use rclrs_tokio_executor::{CreateFanoutSubscription, FanoutCallback, FanoutSubscription};
 // The rmw-native message types: taken and published without a conversion copy, as
 // rclcpp takes and publishes its native types.
 use ros_env::rclrs_tokio_msgs::msg::rmw::{BenchHeader, BenchMessage};
@@ -37,6 +38,9 @@ pub fn subscribe(
     topics: &[String],
     stats: &Arc<Stats>,
 ) -> Result<Vec<Box<dyn Any>>, rclrs::RclrsError> {
+    if config.shared_subscription {
+        return subscribe_shared(node, config, &topics[0], stats);
+    }
     let raw = matches!(config.executor.as_str(), "raw_rcl" | "raw_push");
     let mut handles: Vec<Box<dyn Any>> = Vec::new();
     if config.node_callback && config.workers == 1 && !raw {
@@ -64,6 +68,66 @@ pub fn subscribe(
     Ok(handles)
 }
 
+/// `--shared-subscription`: one fan-out subscription on `topic` with
+/// `config.subscriptions` callbacks, round-robin over `config.workers` Workers (on the
+/// node for `--callback node` with one Worker).
+fn subscribe_shared(
+    node: &Node,
+    config: &Config,
+    topic: &str,
+    stats: &Arc<Stats>,
+) -> Result<Vec<Box<dyn Any>>, rclrs::RclrsError> {
+    let fanout = node.create_fanout_subscription::<BenchMessage>(config.qos(topic))?;
+    let mut handles: Vec<Box<dyn Any>> = vec![Box::new(fanout.clone())];
+    if config.node_callback && config.workers == 1 {
+        for _ in 0..config.subscriptions {
+            let stats = Arc::clone(stats);
+            handles.push(Box::new(
+                fanout.add_node_callback(move |m: &BenchMessage| stats.on_message(m)),
+            ));
+        }
+        return Ok(handles);
+    }
+    let workers: Vec<_> = (0..config.workers)
+        .map(|_| node.create_worker::<()>(()))
+        .collect();
+    for i in 0..config.subscriptions {
+        let stats = Arc::clone(stats);
+        handles.push(Box::new(fanout.add_callback(
+            &workers[i % workers.len()],
+            move |_: &mut (), m: &BenchMessage| stats.on_message(m),
+        )));
+    }
+    handles.extend(workers.into_iter().map(|w| Box::new(w) as Box<dyn Any>));
+    Ok(handles)
+}
+
+/// A fan-out subscription's messages taken, and what its callbacks dropped (summed),
+/// when `handles` came from `subscribe_shared`.
+fn fanout_counts(handles: &[Box<dyn Any>]) -> Option<(u64, u64)> {
+    let taken = handles
+        .iter()
+        .find_map(|h| h.downcast_ref::<FanoutSubscription<BenchMessage>>())?
+        .taken();
+    let dropped = handles
+        .iter()
+        .filter_map(|h| h.downcast_ref::<FanoutCallback<BenchMessage>>())
+        .map(|c| c.dropped())
+        .sum();
+    Some((taken, dropped))
+}
+
+/// With a fan-out subscription: `fanout_taken` (messages taken from rcl, once each) and
+/// `fanout_dropped` (messages its callbacks lost to a full Worker queue, summed).
+fn with_fanout_counts(report: Report, handles: &[Box<dyn Any>]) -> Report {
+    match fanout_counts(handles) {
+        Some((taken, dropped)) => report
+            .int("fanout_taken", taken)
+            .int("fanout_dropped", dropped),
+        None => report,
+    }
+}
+
 /// Run the stream in the role `config.role` names.
 pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     match config.role {
@@ -84,6 +148,7 @@ fn header(config: &Config) -> Report {
         .num("rate_hz", config.rate_hz, 1)
         .int("subscriptions", config.subscriptions as u64)
         .int("workers", config.workers as u64)
+        .flag("shared_subscription", config.shared_subscription)
 }
 
 /// A message with `--payload` bytes.
@@ -118,7 +183,7 @@ fn subscribed(config: &Config, name: &str) -> Result<Subscribed, Box<dyn std::er
 fn both(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let (setup, node, stats, subscriptions) = subscribed(config, "bench")?;
     let publisher = node.create_publisher::<BenchMessage>(config.qos(&config.topic))?;
-    publishing::wait_for_match("the subscriptions", config.subscriptions, || {
+    publishing::wait_for_match("the subscriptions", config.rcl_subscriptions(), || {
         publisher.get_subscription_count()
     })?;
     let spinner = setup.start()?;
@@ -150,6 +215,7 @@ fn both(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .num("cpu_executor_pct", w.executor_cpu_pct(), 1)
         .latencies(&stats.latencies())
         .introspection(executor_stats.as_ref());
+    let report = with_fanout_counts(report, &subscriptions);
     drop(subscriptions);
     drop(executor);
     Ok(report)
@@ -161,7 +227,7 @@ fn publisher(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let executor = context.create_basic_executor();
     let node = executor.create_node(format!("bench_pub_{}", std::process::id()).as_str())?;
     let publisher = node.create_publisher::<BenchMessage>(config.qos(&config.topic))?;
-    publishing::wait_for_match("the subscriber process", config.subscriptions, || {
+    publishing::wait_for_match("the subscriber process", config.rcl_subscriptions(), || {
         publisher.get_subscription_count()
     })?;
     // The subscriber's window opens at its first arrival, a little after ours.
@@ -269,6 +335,7 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .receive_threads(&thread_seconds, window.wall_s(), window.received())
         .latencies(&stats.latencies())
         .introspection(executor_stats.as_ref());
+    let report = with_fanout_counts(report, &subscriptions);
     drop(subscriptions);
     drop(executor);
     Ok(report)

@@ -36,6 +36,7 @@ use crate::runtime::{
     mailbox::{self, LentPayload, MailItem, MailboxReceiver, MailboxSender},
     panics::log_panic,
     shared::ExecutorShared,
+    turn::{self, Turn},
     workers::{Control, WorkerEntry},
 };
 use crate::stats::worker_counters::WorkerCounters;
@@ -50,8 +51,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
-/// How many mailbox items a Worker runs before yielding to other tasks, and how many
-/// times it executes one entity before re-queueing it behind the others.
+/// How many mailbox items a Worker runs before yielding to other tasks (it also yields
+/// once its turn's callback budget is spent, see `turn`), and how many times it
+/// executes one entity before re-queueing it behind the others.
 const MAILBOX_BUDGET: usize = 64;
 const ENTITY_BUDGET: usize = 256;
 
@@ -225,6 +227,7 @@ impl WorkerTask {
         let shared = Arc::clone(&self.shared);
         let mut next = Some(first);
         let mut ran = 0;
+        let turn = Turn::begin();
         while let Some(item) = next.take() {
             let flight = if self.gated {
                 let Some(flight) = shared.gate.try_enter() else {
@@ -248,7 +251,7 @@ impl WorkerTask {
             }
             self.listeners_due |= worked;
             ran += 1;
-            if ran == MAILBOX_BUDGET {
+            if ran == MAILBOX_BUDGET || turn.exhausted() {
                 break;
             }
             next = self.mailbox.try_recv();
@@ -259,7 +262,7 @@ impl WorkerTask {
                 drop(flight);
             }
         }
-        ran == MAILBOX_BUDGET
+        ran == MAILBOX_BUDGET || turn.exhausted()
     }
 
     /// Run one mailbox item; true if a callback ran.
@@ -276,6 +279,7 @@ impl WorkerTask {
                 }
                 self.counters.panicked(scope.finish(&self.shared, None));
                 self.counters.ran_callbacks(1);
+                turn::spend(1);
                 true
             }
             MailItem::Loan(loan) => {
@@ -342,7 +346,7 @@ impl WorkerTask {
         let limit = if is_timer || single_pass {
             1
         } else {
-            ENTITY_BUDGET
+            ENTITY_BUDGET.min(turn::left().max(1))
         };
         let mut ran = 0;
         let mut emptied = false;
@@ -380,6 +384,7 @@ impl WorkerTask {
         }
         drop(guard);
         self.counters.ran_callbacks(ran as u64);
+        turn::spend(ran.max(1));
         let left = claimed - ran;
         if !emptied && left > 0 && !is_timer {
             if single_pass {

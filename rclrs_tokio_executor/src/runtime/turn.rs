@@ -1,0 +1,95 @@
+//! One turn of a Worker task (`run_batch`): how many callbacks it may still run before it
+//! yields its thread, and the wake-ups it defers to the turn's end.
+//!
+//! # Budget
+//!
+//! Several Worker tasks can share a thread, and a Worker under a stream always has work,
+//! so without a bound one Worker would hold its thread for as long as its mailbox stays
+//! full. The task starts each turn with [`TURN_BUDGET`]; every callback it runs spends
+//! one, and work the task cannot see into (a payload task that runs many callbacks, such
+//! as a fan-out drain) spends its own share through [`spend`]. Once the budget is spent,
+//! the task finishes the item at hand and yields.
+//!
+//! # Deferred wake-ups
+//!
+//! Work that a callback hands to other Workers can wait for the end of the turn
+//! ([`at_turn_end`]): under a stream, one turn takes many messages, and waking another
+//! thread once per turn instead of once per message is what interrupt mitigation does
+//! for a network card. A turn with one message ends right after it, so a lone message is
+//! not delayed.
+//!
+//! Outside a Worker turn (the basic executor, a user's thread) there is no budget:
+//! [`spend`] always says to go on, and [`at_turn_end`] runs its work at once.
+//!
+//! The state is per thread. A turn that awaits (a payload lent to the fallback waiter)
+//! can find it taken over by another turn of the same thread when it resumes; it then
+//! sees its budget spent and yields, and the other turn's end runs its deferred work.
+
+use std::cell::{Cell, RefCell};
+
+/// Callbacks one Worker turn may run.
+pub(crate) const TURN_BUDGET: usize = 256;
+
+type Deferred = Box<dyn FnOnce()>;
+
+thread_local! {
+    /// `None` outside a Worker turn.
+    static LEFT: Cell<Option<usize>> = const { Cell::new(None) };
+    static AT_END: RefCell<Vec<Deferred>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A Worker turn on this thread. Dropping it ends the turn: the budget goes away and
+/// the deferred work runs.
+pub(crate) struct Turn(());
+
+impl Turn {
+    pub(crate) fn begin() -> Self {
+        LEFT.with(|left| left.set(Some(TURN_BUDGET)));
+        Turn(())
+    }
+
+    /// Whether the budget is spent (or was lost to another turn on this thread while
+    /// this one awaited).
+    pub(crate) fn exhausted(&self) -> bool {
+        left() == 0
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        LEFT.with(|left| left.set(None));
+        // Deferred work may defer more (it runs outside the turn, so that runs at once).
+        let deferred = AT_END.with(|at_end| std::mem::take(&mut *at_end.borrow_mut()));
+        for work in deferred {
+            work();
+        }
+    }
+}
+
+/// What is left of the current turn's budget (0 outside a turn).
+pub(crate) fn left() -> usize {
+    LEFT.with(|left| left.get().unwrap_or(0))
+}
+
+/// Spend `callbacks` of the current turn's budget. Returns false once the budget is
+/// spent (the caller should stop and let its Worker yield); always true outside a turn.
+pub(crate) fn spend(callbacks: usize) -> bool {
+    LEFT.with(|left| match left.get() {
+        Some(n) => {
+            let n = n.saturating_sub(callbacks);
+            left.set(Some(n));
+            n > 0
+        }
+        None => true,
+    })
+}
+
+/// Run `work` when the current Worker turn ends, or now outside a turn. `work` must not
+/// run user callbacks: it is meant for handing work to other Workers.
+pub(crate) fn at_turn_end(work: impl FnOnce() + 'static) {
+    if LEFT.with(Cell::get).is_none() {
+        work();
+    } else {
+        AT_END.with(|at_end| at_end.borrow_mut().push(Box::new(work)));
+    }
+}

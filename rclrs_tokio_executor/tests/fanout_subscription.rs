@@ -1,0 +1,398 @@
+//! Fan-out subscriptions, against the rclrs basic executor and the Tokio executor (in
+//! both Worker modes): one rcl subscription, taken once, feeding callbacks on several
+//! Workers.
+
+mod support;
+
+use rclrs::*;
+use rclrs_tokio_executor::{
+    CreateFanoutSubscription, CreateTokioExecutor, DedicatedWorkers, FanoutCallback,
+    FanoutSubscription, TokioExecutorOptions,
+};
+use ros_env::std_msgs::msg::Int32;
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc, Mutex,
+};
+use std::time::{Duration, Instant};
+use support::{publish_to, unique};
+
+type MakeExecutor = fn(&Context) -> Executor;
+
+/// A generous bound for anything that should take milliseconds.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Spin in short slices until `done()` holds; fail after PATIENCE.
+fn spin_until(executor: &mut Executor, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting while spinning");
+        let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(20)));
+        assert!(
+            errors.iter().all(|e| matches!(
+                e,
+                RclrsError::RclError {
+                    code: RclReturnCode::Timeout,
+                    ..
+                }
+            )),
+            "spin reported {errors:?}"
+        );
+    }
+}
+
+/// A fresh executor with a node, and a fan-out subscription of `Int32` on a topic of its
+/// own (reliable, keep last `depth`).
+struct Fixture {
+    executor: Executor,
+    node: Node,
+    topic: String,
+    fanout: FanoutSubscription<Int32>,
+}
+
+impl Fixture {
+    fn new(make: MakeExecutor, name: &str, depth: u32) -> Self {
+        let context = Context::default_from_env().unwrap();
+        let executor = make(&context);
+        let node = executor.create_node(unique(name).as_str()).unwrap();
+        let topic = unique(&format!("{name}_topic"));
+        let fanout = node
+            .create_fanout_subscription::<Int32>(topic.as_str().keep_last(depth).reliable())
+            .unwrap();
+        Self {
+            executor,
+            node,
+            topic,
+            fanout,
+        }
+    }
+}
+
+/// A reliable publisher on `topic`.
+fn fixture_publisher(node: &Node, topic: &str) -> Publisher<Int32> {
+    node.create_publisher::<Int32>(topic.keep_last(1000).reliable())
+        .unwrap()
+}
+
+/// What one callback saw: the data, and the address of each shared message.
+type Seen = Arc<Mutex<Vec<(i32, usize)>>>;
+
+fn every_callback_sees_every_message_once_taken_in_order(make: MakeExecutor) {
+    const MESSAGES: i32 = 300;
+    let Fixture {
+        mut executor,
+        node,
+        topic,
+        fanout,
+    } = Fixture::new(make, "fanout", 1000);
+    let workers: Vec<Worker<u64>> = (0..2).map(|_| node.create_worker(0_u64)).collect();
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut handles: Vec<FanoutCallback<Int32>> = Vec::new();
+    for i in 0..8 {
+        let log: Seen = Arc::default();
+        seen.push(Arc::clone(&log));
+        handles.push(fanout.add_callback(
+            &workers[i % 2],
+            move |count: &mut u64, m: Arc<Int32>| {
+                *count += 1;
+                log.lock().unwrap().push((m.data, Arc::as_ptr(&m) as usize));
+            },
+        ));
+    }
+    // One more on the node, borrowing the message.
+    let node_log: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let node_handle = {
+        let node_log = Arc::clone(&node_log);
+        fanout.add_node_callback(move |m: &Int32| node_log.lock().unwrap().push(m.data))
+    };
+
+    let publisher = fixture_publisher(&node, &topic);
+    // One rcl subscription, however many callbacks.
+    publish_to(&publisher, 1, MESSAGES);
+    spin_until(&mut executor, || {
+        node_log.lock().unwrap().len() == MESSAGES as usize
+            && seen
+                .iter()
+                .all(|s| s.lock().unwrap().len() == MESSAGES as usize)
+    });
+    assert_eq!(publisher.get_subscription_count().unwrap(), 1);
+    assert_eq!(fanout.taken(), MESSAGES as u64);
+
+    let expected: Vec<i32> = (0..MESSAGES).collect();
+    let first: Vec<usize> = seen[0].lock().unwrap().iter().map(|s| s.1).collect();
+    for (i, log) in seen.iter().enumerate() {
+        let log = log.lock().unwrap();
+        let data: Vec<i32> = log.iter().map(|s| s.0).collect();
+        assert_eq!(data, expected, "callback {i} saw messages out of order");
+        // The same allocation reached every callback: nothing was copied.
+        let addresses: Vec<usize> = log.iter().map(|s| s.1).collect();
+        assert_eq!(addresses, first, "callback {i} got a different copy");
+    }
+    assert_eq!(*node_log.lock().unwrap(), expected);
+    for handle in handles.iter().chain([&node_handle]) {
+        assert_eq!(handle.delivered(), MESSAGES as u64);
+        assert_eq!((handle.dropped(), handle.panics()), (0, 0));
+    }
+}
+
+fn callbacks_run_only_while_spinning_and_a_burst_keeps_the_depth(make: MakeExecutor) {
+    const DEPTH: u32 = 10;
+    let Fixture {
+        mut executor,
+        node,
+        topic,
+        fanout,
+    } = Fixture::new(make, "fanout_gate", DEPTH);
+    let worker = node.create_worker(());
+    let log: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let handle = {
+        let log = Arc::clone(&log);
+        fanout.add_callback(&worker, move |_: &mut (), m: &Int32| {
+            log.lock().unwrap().push(m.data)
+        })
+    };
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, 50);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "a callback ran without a spin"
+    );
+    // The middleware keeps the last DEPTH of the 50; all of them arrive, newest last.
+    spin_until(&mut executor, || {
+        log.lock().unwrap().last().copied() == Some(49)
+    });
+    let log = log.lock().unwrap().clone();
+    assert!(log.len() <= DEPTH as usize, "more than the depth: {log:?}");
+    assert!(log.windows(2).all(|w| w[0] < w[1]), "out of order: {log:?}");
+    assert_eq!(handle.delivered(), log.len() as u64);
+}
+
+fn a_panicking_callback_is_contained_and_the_others_go_on(make: MakeExecutor) {
+    const MESSAGES: i32 = 100;
+    let Fixture {
+        mut executor,
+        node,
+        topic,
+        fanout,
+    } = Fixture::new(make, "fanout_panic", 1000);
+    let worker = node.create_worker(());
+    let panicking = fanout.add_callback(&worker, |_: &mut (), m: &Int32| {
+        if m.data % 2 == 0 {
+            panic!("fan-out test panic on {}", m.data)
+        }
+    });
+    let after = Arc::new(AtomicUsize::new(0));
+    let steady = {
+        let after = Arc::clone(&after);
+        fanout.add_callback(&worker, move |_: &mut (), _: &Int32| {
+            after.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, MESSAGES);
+    spin_until(&mut executor, || {
+        after.load(Ordering::SeqCst) == MESSAGES as usize
+    });
+    assert_eq!(panicking.panics(), MESSAGES as u64 / 2);
+    assert_eq!(panicking.delivered(), MESSAGES as u64 / 2);
+    assert_eq!((steady.panics(), steady.delivered()), (0, MESSAGES as u64));
+}
+
+fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription(make: MakeExecutor) {
+    let Fixture {
+        mut executor,
+        node,
+        topic,
+        fanout,
+    } = Fixture::new(make, "fanout_drop", 1000);
+    let workers: Vec<Worker<()>> = (0..2).map(|_| node.create_worker(())).collect();
+
+    // One callback drops its own handle from inside itself at its 10th message.
+    let own: Arc<Mutex<Option<FanoutCallback<Int32>>>> = Arc::default();
+    let own_count = Arc::new(AtomicUsize::new(0));
+    *own.lock().unwrap() = Some({
+        let (own, own_count) = (Arc::clone(&own), Arc::clone(&own_count));
+        fanout.add_callback(&workers[0], move |_: &mut (), _: &Int32| {
+            if own_count.fetch_add(1, Ordering::SeqCst) + 1 == 10 {
+                drop(own.lock().unwrap().take());
+            }
+        })
+    });
+    // Two more, on each Worker, counting.
+    let counts: Vec<Arc<AtomicUsize>> = (0..2).map(|_| Arc::default()).collect();
+    let mut kept: Vec<Option<FanoutCallback<Int32>>> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, count)| {
+            let count = Arc::clone(count);
+            Some(
+                fanout.add_callback(&workers[i], move |_: &mut (), _: &Int32| {
+                    count.fetch_add(1, Ordering::SeqCst);
+                }),
+            )
+        })
+        .collect();
+    drop(fanout);
+
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, 50);
+    spin_until(&mut executor, || {
+        counts.iter().all(|c| c.load(Ordering::SeqCst) == 50)
+    });
+    assert_eq!(
+        own_count.load(Ordering::SeqCst),
+        10,
+        "called after its drop"
+    );
+    assert!(own.lock().unwrap().is_none());
+
+    // Dropping the first Worker's callback leaves the second one served.
+    kept[0] = None;
+    for data in 50..80 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    spin_until(&mut executor, || counts[1].load(Ordering::SeqCst) == 80);
+    assert_eq!(counts[0].load(Ordering::SeqCst), 50);
+    assert_eq!(publisher.get_subscription_count().unwrap(), 1);
+
+    // The last handle gone, the subscription is finalized: the publisher loses it.
+    kept[1] = None;
+    spin_until(&mut executor, || {
+        publisher.get_subscription_count().unwrap() == 0
+    });
+}
+
+/// Not in the basic executor's suite: there every Worker runs on the one spinning
+/// thread, so a slow callback holds up everything by design.
+fn a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others(make: MakeExecutor) {
+    const DEPTH: u32 = 20;
+    const MESSAGES: i32 = 200;
+    let Fixture {
+        mut executor,
+        node,
+        topic,
+        fanout,
+    } = Fixture::new(make, "fanout_slow", DEPTH);
+    let slow_worker = node.create_worker(());
+    let fast_worker = node.create_worker(());
+    let slow_seen: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let slow = {
+        let slow_seen = Arc::clone(&slow_seen);
+        fanout.add_callback(&slow_worker, move |_: &mut (), m: &Int32| {
+            slow_seen.lock().unwrap().push(m.data);
+            std::thread::sleep(Duration::from_millis(20));
+        })
+    };
+    let fast_seen: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let (all_fast, fast_done) = futures::channel::oneshot::channel::<()>();
+    let fast = {
+        let fast_seen = Arc::clone(&fast_seen);
+        let mut all_fast = Some(all_fast);
+        fanout.add_callback(&fast_worker, move |_: &mut (), m: &Int32| {
+            fast_seen.lock().unwrap().push(m.data);
+            if m.data == MESSAGES - 1 {
+                all_fast.take().map(|done| done.send(()));
+            }
+        })
+    };
+    let publisher = fixture_publisher(&node, &topic);
+    support::wait_matched(&publisher, 1);
+
+    let start = Instant::now();
+    // Paced so that the hub keeps up and the only queue that overflows is the slow
+    // Worker's own.
+    let publishing = std::thread::spawn(move || {
+        for data in 0..MESSAGES {
+            publisher.publish(Int32 { data }).unwrap();
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        publisher
+    });
+    // One spin, so that the spin gate stays open while the stream runs (between spins
+    // the subscription's own depth of 20 would overflow at this rate).
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(fast_done)
+            .timeout(PATIENCE),
+    );
+    assert!(errors.is_empty(), "spin reported {errors:?}");
+    let fast_done = start.elapsed();
+    let _publisher = publishing.join().unwrap();
+    // The slow Worker had time for a few of the 200 (20 ms each) while the fast one
+    // got all of them.
+    let slow_when_fast_done = slow_seen.lock().unwrap().len();
+    assert!(
+        slow_when_fast_done < MESSAGES as usize / 2,
+        "the slow callback kept up ({slow_when_fast_done}) in {fast_done:?}"
+    );
+    assert_eq!(
+        *fast_seen.lock().unwrap(),
+        (0..MESSAGES).collect::<Vec<_>>()
+    );
+    assert_eq!(fast.dropped(), 0);
+    // The slow one ends with the newest message, having lost (and counted) the oldest.
+    spin_until(&mut executor, || {
+        slow_seen.lock().unwrap().last().copied() == Some(MESSAGES - 1)
+    });
+    let slow_seen = slow_seen.lock().unwrap().clone();
+    assert!(slow_seen.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(
+        slow.delivered() + slow.dropped(),
+        MESSAGES as u64,
+        "delivered {} + dropped {} != sent",
+        slow.delivered(),
+        slow.dropped()
+    );
+    assert!(slow.dropped() > 0);
+}
+
+macro_rules! suite {
+    ($module:ident, $make:expr, [$($extra:ident),*]) => {
+        mod $module {
+            use super::*;
+            const MAKE: MakeExecutor = $make;
+
+            #[test]
+            fn every_callback_sees_every_message_once_taken_in_order() {
+                super::every_callback_sees_every_message_once_taken_in_order(MAKE)
+            }
+            #[test]
+            fn callbacks_run_only_while_spinning_and_a_burst_keeps_the_depth() {
+                super::callbacks_run_only_while_spinning_and_a_burst_keeps_the_depth(MAKE)
+            }
+            #[test]
+            fn a_panicking_callback_is_contained_and_the_others_go_on() {
+                super::a_panicking_callback_is_contained_and_the_others_go_on(MAKE)
+            }
+            #[test]
+            fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription() {
+                super::dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription(MAKE)
+            }
+            $(
+                #[test]
+                fn $extra() {
+                    super::$extra(MAKE)
+                }
+            )*
+        }
+    };
+}
+
+suite!(basic, |context| context.create_basic_executor(), []);
+suite!(
+    tokio,
+    |context| context.create_tokio_executor(),
+    [a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others]
+);
+suite!(
+    tokio_dedicated,
+    |context| {
+        context
+            .create_tokio_executor_with(
+                TokioExecutorOptions::new().dedicated_workers(DedicatedWorkers::all()),
+            )
+            .unwrap()
+    },
+    [a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others]
+);
