@@ -7,6 +7,10 @@ MutuallyExclusive callback groups.
 
     ros2 launch rclrs_tokio executor_comparison_launch.py executor:=rclcpp_events payload:=65536
     ros2 launch rclrs_tokio executor_comparison_launch.py subscriptions:=8 workers:=2
+    ros2 launch rclrs_tokio executor_comparison_launch.py subscriptions:=8 workers:=2 \
+        callback:=worker shared_subscription:=true
+    ros2 launch rclrs_tokio executor_comparison_launch.py executor:=rclcpp_events \
+        subscriptions:=8 workers:=2 intra_process:=true
 """
 
 from launch import LaunchDescription
@@ -15,6 +19,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'raw_push'}
+FANOUT_SUBSCRIPTION = {'rclrs_tokio', 'rclrs_basic'}
 ARGUMENTS = [
     ('executor', 'rclrs_tokio',
      'Executor under test: rclrs_tokio, rclrs_basic, raw_rcl or raw_push (no executor: a '
@@ -33,6 +38,11 @@ ARGUMENTS = [
     ('workers', '1',
      'Groups the subscriptions are spread over round-robin: Rust Workers or rclcpp '
      'MutuallyExclusive callback groups (raw_rcl: always one Worker)'),
+    ('shared_subscription', 'false',
+     'rclrs_tokio and rclrs_basic only: one fan-out subscription (taken once) feeding '
+     '`subscriptions` callbacks instead of that many subscriptions (true or false)'),
+    ('intra_process', 'false',
+     "rclcpp executors only: rclcpp's intra-process communication (true or false)"),
 ]
 
 
@@ -46,8 +56,16 @@ def _node(context):
                  '--rate-hz', get['rate_hz'], '--seconds', get['seconds'],
                  '--warmup-s', get['warmup'], '--callback', get['callback'],
                  '--subscriptions', get['subscriptions'], '--workers', get['workers']]
-    if get['latency'].lower() == 'true':
-        arguments.append('--latency')
+    if get['shared_subscription'].lower() == 'true' and executor not in FANOUT_SUBSCRIPTION:
+        raise RuntimeError(f'shared_subscription:=true: {executor} has no fan-out '
+                           'subscription (rclrs_tokio and rclrs_basic have)')
+    if get['intra_process'].lower() == 'true' and executor in RUST:
+        raise RuntimeError(f'intra_process:=true: {executor} is not an rclcpp executor')
+    for flag, argument in [('--latency', 'latency'),
+                           ('--shared-subscription', 'shared_subscription'),
+                           ('--intra-process', 'intra_process')]:
+        if get[argument].lower() == 'true':
+            arguments.append(flag)
     return [Node(package=package, executable=executable, name=f'bench_{executor}',
                  arguments=arguments, output='screen')]
 

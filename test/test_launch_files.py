@@ -29,9 +29,10 @@ CPP_TIMER = ('rclcpp_events_bridge', 'timer_node_cpp')
 # twins): a launch file passes no other flag.
 BENCH_FLAGS = {'--executor', '--workload', '--role', '--topic', '--payload', '--reliability',
                '--depth', '--rate-hz', '--seconds', '--warmup-s', '--latency', '--callback',
-               '--threads', '--subscriptions', '--workers', '--work-us', '--idle-exit-s'}
+               '--threads', '--subscriptions', '--workers', '--work-us', '--idle-exit-s',
+               '--shared-subscription', '--intra-process'}
 TIMER_FLAGS = {'--executor', '--seconds', '--rate-hz', '--sim-speed', '--period-s', '--clock-hz'}
-BARE_FLAGS = {'--latency'}
+BARE_FLAGS = {'--latency', '--shared-subscription', '--intra-process'}
 
 
 def require_launch():
@@ -164,6 +165,23 @@ def test_executor_comparison_fanout_arguments():
     [(_, flags)] = nodes
     assert (flags['--subscriptions'], flags['--workers'], flags['--latency']) == ('8', '2', True)
     assert flags.get('--role', 'both') == 'both'
+
+
+def test_executor_comparison_shared_subscription_and_intra_process():
+    require_launch()
+    path = LAUNCH_DIR / 'executor_comparison_launch.py'
+    _, _, [(_, flags)] = nodes_of(path, {'subscriptions': '8', 'workers': '2',
+                                         'callback': 'worker', 'shared_subscription': 'true'})
+    assert flags['--shared-subscription'] is True and '--intra-process' not in flags
+    _, _, [(node, flags)] = nodes_of(path, {'executor': 'rclcpp_events',
+                                            'intra_process': 'true'})
+    assert node == CPP_BENCH and flags['--intra-process'] is True
+    # Asking an executor for what it does not have is an error, not a silent no-op.
+    for overrides in [{'executor': 'rclcpp_events', 'shared_subscription': 'true'},
+                      {'executor': 'raw_push', 'shared_subscription': 'true'},
+                      {'executor': 'rclrs_tokio', 'intra_process': 'true'}]:
+        with pytest.raises(RuntimeError):
+            perform(path, overrides)
 
 
 def test_xproc_two_processes_one_topic_and_shutdown_on_subscriber_exit():

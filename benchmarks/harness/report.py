@@ -140,9 +140,14 @@ def receive_side(runs: list[dict]) -> list[str]:
     return lines
 
 
+def _num(value: float) -> str:
+    return f'{value:,.0f}' if abs(value) >= 1000 else f'{value:g}'
+
+
 def fanout_comparison(runs: list[dict]) -> list[str]:
     """Markdown: each `fanout_shared*` row (one fan-out subscription, 8 callbacks) against
-    the same workload with 8 subscriptions (`fanout*`), for every executor that ran it."""
+    the same workload with 8 subscriptions (`fanout*`): the same executor's row, and
+    rclcpp's EventsExecutor's with and without intra-process communication."""
     by = {(r['scenario'], r['executor']): r for r in runs}
     shared = [r for r in runs if r['scenario'].startswith('fanout_shared')
               and (r.get('metrics') or {})]
@@ -155,13 +160,13 @@ def fanout_comparison(runs: list[dict]) -> list[str]:
         metric, higher = headline(r['scenario'])
         value = r['metrics'].get(metric)
         plain = r['scenario'].replace('fanout_shared', 'fanout')
-        for other in ORDER:
+        for other in dict.fromkeys([r['executor'], 'rclcpp_events', 'rclcpp_events_ipc']):
             theirs = _value(by, plain, other, metric)
             if value is None or not theirs:
                 continue
             ratio = value / theirs if higher else theirs / value if value else None
-            lines.append(f'| {r["scenario"]} | {r["executor"]} | {metric} | {value:g} | '
-                         f'{plain} {other} | {theirs:g} | '
+            lines.append(f'| {r["scenario"]} | {r["executor"]} | {metric} | {_num(value)} | '
+                         f'{plain} {other} | {_num(theirs)} | '
                          + ('' if ratio is None else f'{ratio:.2f}x') + ' |')
     lines += ['', 'ratio: how many times better the shared row is (higher is better for '
               'deliveries/s; for CPU, their CPU over ours).', '']
@@ -189,6 +194,17 @@ def stage_breakdown(runs: list[dict]) -> list[str]:
               'wake_to_take: to its first take; take: one rcl_take; callback: conversion, '
               'dispatch and the user callback; notify_to_callback_end: the whole path.', '']
     return lines
+
+
+def rewrite(directory: Path) -> None:
+    """Write `latest.md`, `latest.csv` and the plots again from `latest.json` (after a
+    change to the report itself)."""
+    import json
+    document = json.loads((directory / 'latest.json').read_text())
+    write_markdown(document, directory / 'latest.md')
+    write_csv(document['runs'], directory / 'latest.csv')
+    if have_matplotlib():
+        write_plots(document['runs'], directory)
 
 
 def have_matplotlib() -> bool:
@@ -342,3 +358,9 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         plt.close(fig)
         written.append(out)
     return written
+
+
+if __name__ == '__main__':
+    import sys
+    for folder in sys.argv[1:]:
+        rewrite(Path(folder))
