@@ -134,8 +134,9 @@ struct Shared<T: rclrs::MessageIDL> {
 ///   other callbacks still get the message.
 /// - **Lifetime.** The rcl subscription lives as long as the [`FanoutSubscription`] or
 ///   any [`FanoutCallback`] of it. Dropping a callback's handle removes that callback
-///   alone, from any thread, including from inside the callback itself: it is not called
-///   again, and a call already running finishes. Dropping the last handle drops the
+///   alone, from any thread, including from inside the callback itself: once the drop
+///   returns no call of it starts, and a call its Worker had already started finishes
+///   (the drop does not wait for it). Dropping the last handle drops the
 ///   subscription, which the executor then deregisters and finalizes like any other.
 /// - **Memory.** A message is freed on the hub's thread, where its take allocated it
 ///   (the last Worker done with it hands it back); the newest one handed back is kept

@@ -263,6 +263,87 @@ fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription(mak
     });
 }
 
+fn callbacks_added_and_dropped_from_another_thread_under_a_stream(make: MakeExecutor) {
+    const ROUNDS: usize = 300;
+    let Fixture {
+        mut executor,
+        node,
+        topic,
+        fanout,
+    } = Fixture::new(make, "fanout_churn", 100);
+    let workers: Vec<Worker<()>> = (0..2).map(|_| node.create_worker(())).collect();
+    let steady_count = Arc::new(AtomicUsize::new(0));
+    let _steady = {
+        let steady_count = Arc::clone(&steady_count);
+        fanout.add_callback(&workers[0], move |_: &mut (), _: &Int32| {
+            steady_count.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let publishing = support::publish_until(
+        fixture_publisher(&node, &topic),
+        &stop,
+        Some(Duration::from_micros(50)),
+    );
+    // Callbacks come and go on another thread while the stream runs. Once a handle's
+    // drop returned, its callback starts no more: the most a callback body can run after
+    // that is once, for a call its Worker had already begun when the drop came.
+    let late_calls: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let churn_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churning = {
+        let (fanout, workers) = (fanout.clone(), workers.clone());
+        let (late_calls, churn_done) = (Arc::clone(&late_calls), Arc::clone(&churn_done));
+        std::thread::spawn(move || {
+            for round in 0..ROUNDS {
+                let gone = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let late = Arc::new(AtomicUsize::new(0));
+                let check = {
+                    let (gone, late) = (Arc::clone(&gone), Arc::clone(&late));
+                    move || {
+                        if gone.load(Ordering::SeqCst) {
+                            late.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                };
+                let handle = if round % 3 == 2 {
+                    fanout.add_node_callback(move |_: Arc<Int32>| check())
+                } else {
+                    fanout.add_callback(&workers[round % 2], move |_: &mut (), _: &Int32| check())
+                };
+                std::thread::sleep(Duration::from_micros(200));
+                drop(handle);
+                gone.store(true, Ordering::SeqCst);
+                // Long enough for a callback that was not removed to be called again.
+                std::thread::sleep(Duration::from_micros(300));
+                late_calls.lock().unwrap().push(late.load(Ordering::SeqCst));
+            }
+            churn_done.store(true, Ordering::SeqCst);
+        })
+    };
+    spin_until(&mut executor, || churn_done.load(Ordering::SeqCst));
+    churning.join().unwrap();
+    // Still served: the steady callback keeps counting, and a new one hears the stream.
+    let fresh_count = Arc::new(AtomicUsize::new(0));
+    let _fresh = {
+        let fresh_count = Arc::clone(&fresh_count);
+        fanout.add_callback(&workers[1], move |_: &mut (), _: &Int32| {
+            fresh_count.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    let before = steady_count.load(Ordering::SeqCst);
+    spin_until(&mut executor, || {
+        fresh_count.load(Ordering::SeqCst) >= 10 && steady_count.load(Ordering::SeqCst) > before
+    });
+    stop.store(true, Ordering::SeqCst);
+    publishing.join().unwrap();
+    let late_calls = late_calls.lock().unwrap();
+    assert_eq!(late_calls.len(), ROUNDS);
+    assert!(
+        late_calls.iter().all(|&late| late <= 1),
+        "callbacks started after their drop returned: {late_calls:?}"
+    );
+}
+
 /// Not in the basic executor's suite: there every Worker runs on the one spinning
 /// thread, so a slow callback holds up everything by design.
 fn a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others(make: MakeExecutor) {
@@ -364,6 +445,10 @@ macro_rules! suite {
             #[test]
             fn a_panicking_callback_is_contained_and_the_others_go_on() {
                 super::a_panicking_callback_is_contained_and_the_others_go_on(MAKE)
+            }
+            #[test]
+            fn callbacks_added_and_dropped_from_another_thread_under_a_stream() {
+                super::callbacks_added_and_dropped_from_another_thread_under_a_stream(MAKE)
             }
             #[test]
             fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription() {

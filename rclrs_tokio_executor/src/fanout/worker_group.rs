@@ -176,8 +176,10 @@ where
         tap
     }
 
-    /// Stop calling `tap`. A call already running finishes; the callback itself is
-    /// dropped once no drain holds it.
+    /// Stop calling `tap`: no call starts after this returns. A call that had started
+    /// (passed the `removed` check) finishes; the callback itself is dropped once no
+    /// drain holds it. Never waits, so callbacks on different Workers may drop each
+    /// other's handles.
     pub(crate) fn remove(&self, tap: &Arc<Tap<T, P>>) {
         tap.removed.store(true, Ordering::Release);
         lock(&self.taps).retain(|t| !Arc::ptr_eq(t, tap));
