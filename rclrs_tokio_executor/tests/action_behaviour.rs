@@ -1,0 +1,355 @@
+//! Actions, against the rclrs basic executor and the Tokio executor (in both Worker
+//! modes): goals accepted and rejected, feedback then a result, cancellation, a
+//! finished goal expiring after the server's timeout, and a client dropped mid-goal. The
+//! Tokio executor serves actions through its fallback wait set today; these cases hold
+//! whatever path serves them.
+
+mod support;
+
+use futures::channel::oneshot;
+use rclrs::*;
+use rclrs_tokio_executor::{CreateTokioExecutor, DedicatedWorkers, TokioExecutorOptions};
+use ros_env::test_msgs::action::{Fibonacci, Fibonacci_Feedback, Fibonacci_Goal, Fibonacci_Result};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::unique;
+
+type MakeExecutor = fn(&Context) -> Executor;
+
+/// A generous bound for anything that should take milliseconds.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Spin until `work` (run as an async task of the executor) has an output; fail after
+/// PATIENCE.
+fn run_to_end<Out: Send + 'static>(
+    executor: &mut Executor,
+    work: impl Future<Output = Out> + Send + 'static,
+) -> Out {
+    let (tx, rx) = oneshot::channel();
+    let _ = executor.commands().run(async move {
+        let _ = tx.send(work.await);
+    });
+    let (mut output, notice) = executor.commands().create_notice(rx);
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(notice)
+            .timeout(PATIENCE),
+    );
+    assert!(errors.is_empty(), "spin reported {errors:?}");
+    output
+        .try_recv()
+        .expect("the work was dropped")
+        .expect("the work did not finish in time")
+}
+
+/// A fresh executor with a node, and an action name of its own.
+fn fresh(make: MakeExecutor, name: &str) -> (Executor, Node, String) {
+    let context = Context::default_from_env().unwrap();
+    let executor = make(&context);
+    let node = executor.create_node(unique(name).as_str()).unwrap();
+    (executor, node, unique(&format!("{name}_fibonacci")))
+}
+
+/// A value the server's goal callback (a `FnMut`) can take out once.
+fn taken_once<T>(value: T) -> Arc<Mutex<Option<T>>> {
+    Arc::new(Mutex::new(Some(value)))
+}
+
+/// Spin for `duration`; nothing but the timeout may be reported.
+fn spin_for(executor: &mut Executor, duration: Duration) {
+    let errors = executor.spin(SpinOptions::default().timeout(duration));
+    assert!(
+        errors.iter().all(|e| matches!(
+            e,
+            RclrsError::RclError {
+                code: RclReturnCode::Timeout,
+                ..
+            }
+        )),
+        "spin reported {errors:?}"
+    );
+}
+
+/// A node with a client of `name` that has seen its server.
+fn ready_client(executor: &mut Executor, node: &Node, name: &str) -> ActionClient<Fibonacci> {
+    let client = node.create_action_client::<Fibonacci>(name).unwrap();
+    let ready = client.notify_on_server_ready();
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(ready)
+            .timeout(PATIENCE),
+    );
+    assert!(errors.is_empty(), "the server never appeared: {errors:?}");
+    client
+}
+
+fn sequence(order: i32) -> Vec<i32> {
+    (0..order).collect()
+}
+
+fn goals_are_accepted_or_rejected_and_accepted_ones_succeed(make: MakeExecutor) {
+    let (mut executor, node, name) = fresh(make, "action_accept");
+    let _server = node
+        .create_action_server::<Fibonacci, _>(
+            name.as_str(),
+            |requested: RequestedGoal<Fibonacci>| {
+                let order = requested.goal().order;
+                let outcome = if order > 10 {
+                    Err(requested.reject())
+                } else {
+                    Ok(requested.accept().execute())
+                };
+                async move {
+                    match outcome {
+                        Err(rejected) => rejected,
+                        Ok(executing) => executing.succeeded_with(Fibonacci_Result {
+                            sequence: sequence(order),
+                        }),
+                    }
+                }
+            },
+        )
+        .unwrap();
+    let client = ready_client(&mut executor, &node, &name);
+    let rejected = client.request_goal(Fibonacci_Goal { order: 99 });
+    let accepted = client.request_goal(Fibonacci_Goal { order: 4 });
+    let (rejected, result) = run_to_end(&mut executor, async move {
+        let rejected = rejected.await;
+        let goal = accepted.await.expect("the goal of order 4 was rejected");
+        (rejected.is_none(), goal.result.await)
+    });
+    assert!(rejected, "the goal of order 99 was accepted");
+    assert_eq!(result.0, GoalStatusCode::Succeeded);
+    assert_eq!(result.1.sequence, sequence(4));
+}
+
+fn feedback_arrives_in_order_before_the_result(make: MakeExecutor) {
+    const ORDER: i32 = 5;
+    let (mut executor, node, name) = fresh(make, "action_feedback");
+    // The server publishes feedback once the client holds its goal (feedback for a goal
+    // the client does not know yet is not routed to it).
+    let (known_tx, known_rx) = oneshot::channel::<()>();
+    let known_rx = taken_once(known_rx);
+    let _server = node
+        .create_action_server::<Fibonacci, _>(
+            name.as_str(),
+            move |requested: RequestedGoal<Fibonacci>| {
+                let order = requested.goal().order;
+                let executing = requested.accept().execute();
+                let known = known_rx.lock().unwrap().take();
+                async move {
+                    if let Some(known) = known {
+                        let _ = known.await;
+                    }
+                    for step in 1..=order {
+                        executing.publish_feedback(Fibonacci_Feedback {
+                            sequence: sequence(step),
+                        });
+                    }
+                    executing.succeeded_with(Fibonacci_Result {
+                        sequence: sequence(order),
+                    })
+                }
+            },
+        )
+        .unwrap();
+    let client = ready_client(&mut executor, &node, &name);
+    let requested = client.request_goal(Fibonacci_Goal { order: ORDER });
+    let (feedback, result) = run_to_end(&mut executor, async move {
+        let mut goal = requested.await.expect("the goal was rejected");
+        let _ = known_tx.send(());
+        let mut feedback = Vec::new();
+        while feedback.len() < ORDER as usize {
+            match goal.feedback.recv().await {
+                Some(step) => feedback.push(step.sequence),
+                None => break,
+            }
+        }
+        (feedback, goal.result.await)
+    });
+    let expected: Vec<Vec<i32>> = (1..=ORDER).map(sequence).collect();
+    assert_eq!(feedback, expected);
+    assert_eq!(result.0, GoalStatusCode::Succeeded);
+    assert_eq!(result.1.sequence, sequence(ORDER));
+}
+
+fn a_cancelled_goal_ends_cancelled_with_its_partial_result(make: MakeExecutor) {
+    let (mut executor, node, name) = fresh(make, "action_cancel");
+    let _server = node
+        .create_action_server::<Fibonacci, _>(
+            name.as_str(),
+            |requested: RequestedGoal<Fibonacci>| {
+                let executing = requested.accept().execute();
+                async move {
+                    // Works until cancelled: forever, unless a cancel request comes.
+                    let outcome = executing
+                        .unless_cancel_requested(futures::future::pending::<()>())
+                        .await;
+                    assert!(outcome.is_err(), "a pending future finished");
+                    executing
+                        .begin_cancelling()
+                        .cancelled_with(Fibonacci_Result {
+                            sequence: vec![0, 1],
+                        })
+                }
+            },
+        )
+        .unwrap();
+    let client = ready_client(&mut executor, &node, &name);
+    let requested = client.request_goal(Fibonacci_Goal { order: 7 });
+    let (cancel, result) = run_to_end(&mut executor, async move {
+        let goal = requested.await.expect("the goal was rejected");
+        let cancel = goal.cancellation.cancel().await;
+        (cancel, goal.result.await)
+    });
+    assert!(
+        cancel.is_accepted(),
+        "the cancel request was refused: {cancel:?}"
+    );
+    assert_eq!(result.0, GoalStatusCode::Cancelled);
+    assert_eq!(result.1.sequence, vec![0, 1]);
+}
+
+fn a_finished_goal_expires_after_its_timeout(make: MakeExecutor) {
+    const EXPIRY: Duration = Duration::from_millis(400);
+    let (mut executor, node, name) = fresh(make, "action_expiry");
+    let _server = node
+        .create_action_server::<Fibonacci, _>(
+            name.as_str().goal_expiration_timeout(EXPIRY),
+            |requested: RequestedGoal<Fibonacci>| {
+                let order = requested.goal().order;
+                let executing = requested.accept().execute();
+                async move {
+                    executing.succeeded_with(Fibonacci_Result {
+                        sequence: sequence(order),
+                    })
+                }
+            },
+        )
+        .unwrap();
+    let client = ready_client(&mut executor, &node, &name);
+    let requested = client.request_goal(Fibonacci_Goal { order: 3 });
+    let goal_id = *requested.goal_id();
+    let first = run_to_end(&mut executor, async move {
+        requested.await.expect("the goal was rejected").result.await
+    });
+    assert_eq!(first.0, GoalStatusCode::Succeeded);
+    // Before the timeout the server still knows the result...
+    let again = run_to_end(&mut executor, client.receive_result(goal_id));
+    assert_eq!(
+        (again.0, again.1.sequence),
+        (GoalStatusCode::Succeeded, sequence(3))
+    );
+    // ...and after it, while spinning, it has forgotten the goal.
+    let errors = executor.spin(SpinOptions::default().timeout(EXPIRY * 3));
+    assert!(
+        errors.iter().all(|e| matches!(
+            e,
+            RclrsError::RclError {
+                code: RclReturnCode::Timeout,
+                ..
+            }
+        )),
+        "spin reported {errors:?}"
+    );
+    let expired = run_to_end(&mut executor, client.receive_result(goal_id));
+    assert_eq!(expired.0, GoalStatusCode::Unknown);
+}
+
+fn a_client_dropped_mid_goal_leaves_the_server_serving_others(make: MakeExecutor) {
+    let (mut executor, node, name) = fresh(make, "action_drop");
+    let (started_tx, started_rx) = oneshot::channel::<()>();
+    let started_tx = taken_once(started_tx);
+    let _server = node
+        .create_action_server::<Fibonacci, _>(
+            name.as_str(),
+            move |requested: RequestedGoal<Fibonacci>| {
+                let order = requested.goal().order;
+                let executing = requested.accept().execute();
+                let started = started_tx.lock().unwrap().take();
+                async move {
+                    if order == 0 {
+                        // The first goal works until it is cancelled, which never comes:
+                        // its client is dropped.
+                        if let Some(started) = started {
+                            let _ = started.send(());
+                        }
+                        let _ = executing
+                            .unless_cancel_requested(futures::future::pending::<()>())
+                            .await;
+                    }
+                    executing.succeeded_with(Fibonacci_Result {
+                        sequence: sequence(order),
+                    })
+                }
+            },
+        )
+        .unwrap();
+    {
+        let first = ready_client(&mut executor, &node, &name);
+        let requested = first.request_goal(Fibonacci_Goal { order: 0 });
+        let goal = run_to_end(&mut executor, async move {
+            let goal = requested.await.expect("the first goal was rejected");
+            let _ = started_rx.await;
+            goal
+        });
+        drop(goal);
+        drop(first);
+    }
+    // Spin a little with the client gone, then a new client gets its goal done.
+    spin_for(&mut executor, Duration::from_millis(100));
+    let second = ready_client(&mut executor, &node, &name);
+    let requested = second.request_goal(Fibonacci_Goal { order: 3 });
+    let result = run_to_end(&mut executor, async move {
+        requested
+            .await
+            .expect("the second goal was rejected")
+            .result
+            .await
+    });
+    assert_eq!(
+        (result.0, result.1.sequence),
+        (GoalStatusCode::Succeeded, sequence(3))
+    );
+}
+
+macro_rules! suite {
+    ($module:ident, $make:expr) => {
+        mod $module {
+            use super::*;
+            const MAKE: MakeExecutor = $make;
+
+            #[test]
+            fn goals_are_accepted_or_rejected_and_accepted_ones_succeed() {
+                super::goals_are_accepted_or_rejected_and_accepted_ones_succeed(MAKE)
+            }
+            #[test]
+            fn feedback_arrives_in_order_before_the_result() {
+                super::feedback_arrives_in_order_before_the_result(MAKE)
+            }
+            #[test]
+            fn a_finished_goal_expires_after_its_timeout() {
+                super::a_finished_goal_expires_after_its_timeout(MAKE)
+            }
+            #[test]
+            fn a_client_dropped_mid_goal_leaves_the_server_serving_others() {
+                super::a_client_dropped_mid_goal_leaves_the_server_serving_others(MAKE)
+            }
+            #[test]
+            fn a_cancelled_goal_ends_cancelled_with_its_partial_result() {
+                super::a_cancelled_goal_ends_cancelled_with_its_partial_result(MAKE)
+            }
+        }
+    };
+}
+
+suite!(basic, |context| context.create_basic_executor());
+suite!(tokio, |context| context.create_tokio_executor());
+suite!(tokio_dedicated, |context| {
+    context
+        .create_tokio_executor_with(
+            TokioExecutorOptions::new().dedicated_workers(DedicatedWorkers::all()),
+        )
+        .unwrap()
+});
