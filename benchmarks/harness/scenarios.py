@@ -108,7 +108,8 @@ for _m in (1, 2):
         'received_per_s', True, 'drop_pct', not_for=_NO_RAW)
 
 # Timer scenarios run the timer nodes: steady-clock rate, and sim time via /clock.
-_NO_TIMER = frozenset({'raw_rcl', 'raw_push', 'rclrs_tokio_traced', 'rclrs_tokio_linger'})
+_NO_TIMER = frozenset({'raw_rcl', 'raw_push', 'rclrs_tokio_traced', 'rclrs_tokio_linger',
+                       'rclrs_tokio_1thread'})
 for _name, _args, _metric, _extra in [
         ('timer_1kHz', ('--rate-hz', '1000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
         ('timer_10kHz', ('--rate-hz', '10000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
@@ -126,7 +127,8 @@ TIMER_SCENARIOS = {name for name, s in SCENARIOS.items() if s.kind == 'timer'}
 # executors' rows of the plain scenario). `latency_1kHz_contended_dedicated` also puts
 # those threads under SCHED_FIFO (priority 80), which needs root or CAP_SYS_NICE: the
 # harness says when it is not root, and the row's `dedicated` object says what applied.
-_ONLY_TOKIO = _RCLCPP | {'rclrs_tokio_traced', 'rclrs_tokio_linger', 'rclrs_basic', 'raw_rcl',
+_ONLY_TOKIO = _RCLCPP | {'rclrs_tokio_traced', 'rclrs_tokio_linger', 'rclrs_tokio_1thread',
+                         'rclrs_basic', 'raw_rcl',
                          'raw_push'}
 for _name, _extra_args in [('cpu_10kHz', ()), ('latency_1kHz', ()), ('latency_1kHz_xproc', ()),
                            ('latency_1kHz_contended', ('--fifo-priority', '80'))]:
@@ -153,6 +155,9 @@ EXECUTORS = {
     # The same executor with a 30 µs linger (the `linger` option, off by default): whether
     # watching the mailbox before parking pays depends on the host.
     'rclrs_tokio_linger': ('rclrs_tokio_benchmarks', 'bench_node', None),
+    # The same executor with one pool thread (`worker_threads(1)`) instead of one per
+    # core: on two cores an in-process publisher takes a core of its own.
+    'rclrs_tokio_1thread': ('rclrs_tokio_benchmarks', 'bench_node', None),
     'rclrs_basic': ('rclrs_tokio_benchmarks', 'bench_node', 'timer_node'),
     'raw_rcl': ('rclrs_tokio_benchmarks', 'bench_node', None),
     # The push-driven floor: rcl push callbacks unpark one thread that takes until empty.
@@ -167,6 +172,7 @@ EXECUTORS = {
 # Executors that run another one's node with extra flags: name -> (--executor, flags).
 VARIANTS = {'rclrs_tokio_traced': ('rclrs_tokio', ('--stage-tracing',)),
             'rclrs_tokio_linger': ('rclrs_tokio', ('--linger-us', '30')),
+            'rclrs_tokio_1thread': ('rclrs_tokio', ('--threads', '1')),
             'rclcpp_events_ipc': ('rclcpp_events', ('--intra-process',))}
 # Executors that apply to a few scenarios only: name -> those scenarios.
 ONLY_IN = {'rclcpp_events_ipc': frozenset({'fanout', 'fanout_64KB', 'fanout_1kHz'})}
