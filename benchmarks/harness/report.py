@@ -290,7 +290,8 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         written.append(out)
     quantiles = [('latency_p50_us', 0.5), ('latency_p99_us', 0.99),
                  ('latency_p999_us', 0.999), ('latency_max_us', 1.0)]
-    for scenario in [s for s in scen if s.startswith('latency') or s == 'service_rtt']:
+    for scenario in [s for s in scen
+                     if s.startswith('latency') or s in ('service_rtt', 'action_rtt')]:
         fig, ax = plt.subplots(figsize=(7, 4))
         for e in executors:
             m = (by.get((scenario, e)) or {}).get('metrics')

@@ -101,6 +101,15 @@ for _n in (1, 10, 100, 1000):
 SCENARIOS['service_rtt'] = Scenario(
     'message', ('--workload', 'service', '--payload', '0'), 'latency_p99_us', False,
     'received_per_s', not_for=_NO_RAW)
+# Actions: a BenchCount server and client in one node. `action_rtt` is closed-loop goals
+# (goal request to result); `action_idle` is the CPU of everything but the driver thread
+# while the two only exist (the same run's idle phase; give it --seconds 10).
+SCENARIOS['action_rtt'] = Scenario(
+    'message', ('--workload', 'action'), 'latency_p99_us', False, 'received_per_s',
+    not_for=_NO_RAW)
+SCENARIOS['action_idle'] = Scenario(
+    'message', ('--workload', 'action'), 'idle_cpu_pct', False, 'idle_process_cpu_pct',
+    not_for=_NO_RAW)
 for _m in (1, 2):
     SCENARIOS[f'workers_parallel_{_m}'] = Scenario(
         'message', ('--workload', 'parallel', '--workers', str(_m), '--work-us', '200',

@@ -5,11 +5,14 @@
 //! | --- | --- | --- |
 //! | [`stream`] | `--workload stream` | a message stream: throughput, drops, latency, CPU; in one process (`--role both`) or across two (`--role sub` + `--role pub`); with `--subscriptions N --workers M`, fanout |
 //! | [`service`] | `--workload service` | closed-loop service round trips |
+//! | [`action`] | `--workload action` | idle CPU with an action server and client, then closed-loop goal round trips |
 //! | [`scaling`] | `--workload scaling` | N idle subscriptions: idle CPU, then the cost of one message |
 //! | [`parallel`] | `--workload parallel` | CPU-bound callbacks in 1 or 2 Workers |
 //!
 //! Shared pieces: [`config`] (the flags), [`spinner`] (the executor under test, spinning
 //! on its own thread), [`publishing`] (the paced publisher loop and the window's edges),
+//! [`round_trips`] (the closed loop of the service and action workloads, and the idle
+//! window),
 //! [`stats`] (the counters callbacks and publisher share) and [`report`] (the one JSON
 //! line every run prints).
 //!
@@ -17,10 +20,12 @@
 //! (`rclcpp_events_bridge/bench_node_cpp`) takes the same flags and prints the same keys,
 //! so the harness treats both alike.
 
+pub mod action;
 pub mod config;
 pub mod parallel;
 pub mod publishing;
 pub mod report;
+pub mod round_trips;
 pub mod scaling;
 pub mod service;
 pub mod spinner;
@@ -37,6 +42,7 @@ pub fn run(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     let mut report = match config.workload {
         Workload::Stream => stream::run(config)?,
         Workload::Service => service::run(config)?,
+        Workload::Action => action::run(config)?,
         Workload::Scaling => scaling::run(config)?,
         Workload::Parallel => parallel::run(config)?,
     };

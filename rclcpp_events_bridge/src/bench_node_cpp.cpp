@@ -3,7 +3,7 @@
 // same JSON keys.
 //
 //   bench_node_cpp --executor rclcpp_single|rclcpp_multi|rclcpp_events|rclcpp_events_cbg
-//                  [--workload stream|service|scaling|parallel]      (default stream)
+//                  [--workload stream|service|action|scaling|parallel] (default stream)
 //                  [--role both|sub|pub]          (stream only, default both)
 //                  [--topic NAME]                 (default bench_<pid>; required by sub/pub)
 //                  [--subscriptions N]            (default 1)
@@ -33,6 +33,10 @@
 //             dropped, drop_pct and sent_per_s as null (the harness fills them in).
 //   service   Closed-loop BenchEcho calls (server and client on the executor under
 //             test); received_per_s = calls per second, latency_* = round trips.
+//   action    BenchCount action server and client on the executor under test:
+//             idle_cpu_pct over an idle window, then closed-loop goals (goal to
+//             result); received_per_s = goals per second, latency_* = round trips.
+//             Needs rclcpp_action at build time (exit 3 without it).
 //   scaling   --subscriptions N topics <topic>_<i>; idle_cpu_pct over an idle window,
 //             then one publisher on <topic>_0: per_message_us = executor CPU / message.
 //   parallel  Two subscriptions (<topic>_a, <topic>_b) burning --work-us of CPU each
@@ -50,6 +54,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -68,12 +73,15 @@ namespace
 
 Workload parse_workload(const std::string & value)
 {
-  for (Workload w : {Workload::Stream, Workload::Service, Workload::Scaling, Workload::Parallel}) {
+  for (Workload w : {Workload::Stream, Workload::Service, Workload::Action, Workload::Scaling,
+      Workload::Parallel})
+  {
     if (value == name(w)) {
       return w;
     }
   }
-  throw std::invalid_argument("--workload " + value + ": use stream, service, scaling or parallel");
+  throw std::invalid_argument(
+          "--workload " + value + ": use stream, service, action, scaling or parallel");
 }
 
 Role parse_role(const std::string & value)
@@ -176,6 +184,12 @@ int run(int argc, char ** argv)
   const workloads::Config config = workloads::Config::from(args);
   // An executor this rclcpp lacks is reported (exit 3) before anything is set up.
   bench::validate_executor(config.executor);
+#ifndef RCLCPP_EVENTS_BRIDGE_HAS_ACTION
+  if (config.workload == workloads::Workload::Action) {
+    std::fprintf(stderr, "bench_node_cpp: --workload action: built without rclcpp_action\n");
+    return 3;
+  }
+#endif
 
   bench::record_signals();
   rclcpp::init(argc, argv);
@@ -183,6 +197,11 @@ int run(int argc, char ** argv)
   switch (config.workload) {
     case workloads::Workload::Stream: code = workloads::run_stream(config); break;
     case workloads::Workload::Service: code = workloads::run_service(config); break;
+    case workloads::Workload::Action:
+#ifdef RCLCPP_EVENTS_BRIDGE_HAS_ACTION
+      code = workloads::run_action(config);
+#endif
+      break;
     case workloads::Workload::Scaling: code = workloads::run_scaling(config); break;
     case workloads::Workload::Parallel: code = workloads::run_parallel(config); break;
   }

@@ -24,6 +24,7 @@ const char * name(Workload workload)
   switch (workload) {
     case Workload::Stream: return "stream";
     case Workload::Service: return "service";
+    case Workload::Action: return "action";
     case Workload::Scaling: return "scaling";
     case Workload::Parallel: return "parallel";
   }
@@ -87,6 +88,45 @@ std::vector<rclcpp::Subscription<BenchMessage>::SharedPtr> subscribe(
       node.create_subscription<BenchMessage>(topics[i], qos, callback, options));
   }
   return subscriptions;
+}
+
+RoundTrips drive_round_trips(
+  const Config & config, const std::function<int64_t(uint64_t)> & round_trip)
+{
+  const auto start = Clock::now();
+  const auto opens = start + bench::seconds_to_ns(config.warmup_s);
+  const auto closes = opens + bench::seconds_to_ns(config.window_s);
+  RoundTrips out;
+  bool opened = false;
+  for (;;) {
+    const auto now = Clock::now();
+    if (!opened && now >= opens) {
+      out.window.first = Edge::now(out.completed, out.completed);
+      opened = true;
+    }
+    if (now >= closes || bench::interrupted()) {
+      out.window.last = Edge::now(out.completed, out.completed);
+      if (!opened) {
+        out.window.first = out.window.last;
+      }
+      return out;
+    }
+    const int64_t rtt_ns = round_trip(out.completed);
+    if (opened) {
+      out.latencies.push(rtt_ns);
+    }
+    ++out.completed;
+  }
+}
+
+Window idle_window(const Config & config)
+{
+  bench::sleep_until(Clock::now() + std::chrono::milliseconds(500));
+  Window idle;
+  idle.first = Edge::now(0, 0);
+  bench::sleep_until(Clock::now() + bench::seconds_to_ns(config.window_s));
+  idle.last = Edge::now(0, 0);
+  return idle;
 }
 
 void settle(const Stats & stats, uint64_t expected)

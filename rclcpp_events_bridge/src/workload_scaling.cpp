@@ -48,11 +48,7 @@ int run_scaling(const Config & config)
   bench::SpinThread spinning(*executor);
 
   // Phase 1: idle.
-  bench::sleep_until(Clock::now() + std::chrono::milliseconds(500));
-  Window idle;
-  idle.first = Edge::now(0, 0);
-  bench::sleep_until(Clock::now() + bench::seconds_to_ns(config.window_s));
-  idle.last = Edge::now(0, 0);
+  const Window idle = idle_window(config);
 
   // Phase 2: one topic at the rate.
   BenchMessage msg;

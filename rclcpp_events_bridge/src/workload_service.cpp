@@ -34,53 +34,17 @@ namespace
 /// How long one call may take before the run fails instead of hanging.
 constexpr auto kCallTimeout = std::chrono::seconds(5);
 
-/// The calls the driver made.
-struct Calls
+/// One call, from its request to the answer: the round trip's nanoseconds.
+int64_t call(rclcpp::Client<BenchEcho> & client, BenchEcho::Request::SharedPtr request, uint64_t seq)
 {
-  Window window;
-  uint64_t completed = 0;
-  bench::Latencies round_trips;  // inside the window
-};
-
-/// The closed loop: warm-up + window, the window's edges on this thread.
-Calls drive(const Config & config, rclcpp::Client<BenchEcho> & client)
-{
-  auto request = std::make_shared<BenchEcho::Request>();
-  request->payload.resize(config.payload, 0);
-  const auto start = Clock::now();
-  const auto opens = start + bench::seconds_to_ns(config.warmup_s);
-  const auto closes = opens + bench::seconds_to_ns(config.window_s);
-
-  Calls calls;
-  bool opened = false;
-  for (;;) {
-    const auto now = Clock::now();
-    if (!opened && now >= opens) {
-      calls.window.first = Edge::now(calls.completed, calls.completed);
-      opened = true;
-    }
-    if (now >= closes || bench::interrupted()) {
-      calls.window.last = Edge::now(calls.completed, calls.completed);
-      if (!opened) {
-        calls.window.first = calls.window.last;
-      }
-      break;
-    }
-    request->header.seq = calls.completed;
-    request->header.send_time_ns = bench::monotonic_ns();
-    auto pending = client.async_send_request(request);
-    if (pending.future.wait_for(kCallTimeout) != std::future_status::ready) {
-      client.remove_pending_request(pending);
-      throw std::runtime_error("a service call got no answer within 5 s");
-    }
-    const auto response = pending.future.get();
-    const int64_t rtt_ns = bench::monotonic_ns() - response->header.send_time_ns;
-    if (opened) {
-      calls.round_trips.push(rtt_ns);
-    }
-    ++calls.completed;
+  request->header.seq = seq;
+  request->header.send_time_ns = bench::monotonic_ns();
+  auto pending = client.async_send_request(request);
+  if (pending.future.wait_for(kCallTimeout) != std::future_status::ready) {
+    client.remove_pending_request(pending);
+    throw std::runtime_error("a service call got no answer within 5 s");
   }
-  return calls;
+  return bench::monotonic_ns() - pending.future.get()->header.send_time_ns;
 }
 
 }  // namespace
@@ -105,7 +69,10 @@ int run_service(const Config & config)
   if (!client->wait_for_service(std::chrono::seconds(20))) {
     throw std::runtime_error("the service was not ready within 20 s");
   }
-  const Calls calls = drive(config, *client);
+  auto request = std::make_shared<BenchEcho::Request>();
+  request->payload.resize(config.payload, 0);
+  const RoundTrips calls = drive_round_trips(
+    config, [&](uint64_t seq) {return call(*client, request, seq);});
   stop_spinning(spinning);
   executor->remove_node(node);
 
@@ -126,7 +93,7 @@ int run_service(const Config & config)
   .number("received_per_s", calls_per_s, 1)
   .number("cpu_process_pct", 100.0 * w.process_cpu_s() / wall_s, 1)
   .number("cpu_executor_pct", 100.0 * w.executor_cpu_s() / wall_s, 1)
-  .latencies(calls.round_trips);
+  .latencies(calls.latencies);
   print(json);
   return 0;
 }

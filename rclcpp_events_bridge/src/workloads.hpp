@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC on Linux, as Rust's
 // The command line
 // ---------------------------------------------------------------------------------------
 
-enum class Workload {Stream, Service, Scaling, Parallel};
+enum class Workload {Stream, Service, Action, Scaling, Parallel};
 enum class Role {Both, Sub, Pub};
 
 const char * name(Workload workload);
@@ -263,6 +263,27 @@ uint64_t publish_one(rclcpp::Publisher<BenchMessage> & publisher, BenchMessage &
 void stop_spinning(bench::SpinThread & spinning);
 
 // ---------------------------------------------------------------------------------------
+// Closed-loop round trips (service, action) and the idle window (scaling, action)
+// ---------------------------------------------------------------------------------------
+
+/// What the driver did.
+struct RoundTrips
+{
+  Window window;  // its edges count completed round trips
+  uint64_t completed = 0;  // warm-up included
+  bench::Latencies latencies;  // inside the window
+};
+
+/// Call `round_trip(seq)` (which returns its round trip in nanoseconds) back to back
+/// for the warm-up and the window, or until interrupted; the window's edges are taken
+/// on this (the driver's) thread.
+RoundTrips drive_round_trips(
+  const Config & config, const std::function<int64_t(uint64_t)> & round_trip);
+
+/// Settle for half a second, then measure --seconds in which this thread only sleeps.
+Window idle_window(const Config & config);
+
+// ---------------------------------------------------------------------------------------
 // The JSON line
 // ---------------------------------------------------------------------------------------
 
@@ -294,6 +315,7 @@ void print(const bench::Json & json);
 
 int run_stream(const Config & config);    // workload_stream.cpp
 int run_service(const Config & config);   // workload_service.cpp
+int run_action(const Config & config);    // workload_action.cpp (where rclcpp_action is)
 int run_scaling(const Config & config);   // workload_scaling.cpp
 int run_parallel(const Config & config);  // workload_parallel.cpp
 

@@ -68,6 +68,8 @@ extern "C" {
     fn rcl_subscription_get_topic_name(subscription: *const c_void) -> *const c_char;
     fn rcl_service_get_service_name(service: *const c_void) -> *const c_char;
     fn rcl_client_get_service_name(client: *const c_void) -> *const c_char;
+    fn rcl_action_server_get_action_name(server: *const c_void) -> *const c_char;
+    fn rcl_action_client_get_action_name(client: *const c_void) -> *const c_char;
 }
 
 /// The topic or service name of a primitive, for log messages.
@@ -103,12 +105,23 @@ pub(crate) fn entity_name(primitive: &dyn RclPrimitive) -> String {
         RclPrimitiveHandle::GuardCondition(_) => String::from("<guard condition>"),
         RclPrimitiveHandle::Timer(_) => String::from("<timer>"),
         RclPrimitiveHandle::Event(_) => String::from("<event>"),
-        RclPrimitiveHandle::ActionServer(_) => String::from("<action server>"),
-        RclPrimitiveHandle::ActionClient(_) => String::from("<action client>"),
+        RclPrimitiveHandle::ActionServer(guard) => {
+            let ptr = &*guard as *const _ as *const c_void;
+            // SAFETY: `ptr` points to a live, initialised rcl_action_server_t (locked by
+            // `guard`); the function only reads it.
+            read(unsafe { rcl_action_server_get_action_name(ptr) })
+        }
+        RclPrimitiveHandle::ActionClient(guard) => {
+            let ptr = &*guard as *const _ as *const c_void;
+            // SAFETY: `ptr` points to a live, initialised rcl_action_client_t (locked by
+            // `guard`); the function only reads it.
+            read(unsafe { rcl_action_client_get_action_name(ptr) })
+        }
     }
 }
 
-/// The address of a timer primitive's `rcl_timer_t`, for the timer scheduler.
+/// The address of an `rcl_timer_t`, for the timer scheduler: a timer primitive's own, or
+/// an action server's goal-expiry timer (patch 0011).
 ///
 /// The address stays valid while the primitive (held by its Worker's entity) lives; the
 /// timer scheduler forgets it before the entity drops the primitive.
@@ -130,12 +143,23 @@ pub(crate) enum TimerDue {
 }
 
 impl RclTimer {
-    /// The timer of a timer primitive, `None` for other primitives.
+    /// The timer of a timer primitive, or the goal-expiry timer of an action server;
+    /// `None` for other primitives.
     pub(crate) fn of(primitive: &dyn RclPrimitive) -> Option<Self> {
-        match primitive.handle() {
-            RclPrimitiveHandle::Timer(guard) => Some(Self(&*guard as *const _ as *const c_void)),
-            _ => None,
-        }
+        Self::locked(primitive).map(|(_, timer)| timer)
+    }
+
+    /// The primitive's timer (as in [`RclTimer::of`]) with the primitive's lock held:
+    /// the timer's own lock, or the action server's, under which rclrs re-arms the
+    /// expiry timer (`rcl_action_notify_goal_done`, `rcl_action_expire_goals`).
+    fn locked(primitive: &dyn RclPrimitive) -> Option<(RclPrimitiveHandle<'_>, Self)> {
+        let handle = primitive.handle();
+        let timer = match &handle {
+            RclPrimitiveHandle::Timer(guard) => &**guard as *const _ as *const c_void,
+            RclPrimitiveHandle::ActionServer(_) => primitive.goal_expiry_timer()?.cast(),
+            _ => return None,
+        };
+        Some((handle, Self(timer)))
     }
 
     /// Time until the next call, on the timer's own clock (ROS time under sim time).
@@ -175,39 +199,35 @@ impl RclTimer {
         primitive: &dyn RclPrimitive,
         on_reset: Box<OnReset>,
     ) -> Option<ResetRegistration> {
-        let RclPrimitiveHandle::Timer(guard) = primitive.handle() else {
-            return None;
-        };
+        let (guard, timer) = Self::locked(primitive)?;
         let context = Box::into_raw(Box::new(on_reset));
-        // SAFETY: the timer is alive and locked by `guard` (rclrs resets timers under the
-        // same lock, so no reset races with the registration); `context` stays allocated
-        // until the registration is dropped, which happens only after `clear_on_reset`
-        // (the caller's contract). rcl may call the trampoline from here for pending
-        // resets; it takes no lock.
+        // SAFETY: the timer is alive, and `guard` holds the lock under which rclrs resets
+        // it (the timer's, or its action server's), so no reset races with the
+        // registration; `context` stays allocated until the registration is dropped,
+        // which happens only after `clear_on_reset` (the caller's contract). rcl may call
+        // the trampoline from here for pending resets; it takes no lock.
         unsafe {
             rcl_timer_set_on_reset_callback(
-                &*guard as *const _ as *const c_void,
+                timer.0,
                 Some(on_reset_trampoline),
                 context as *const c_void,
             );
         }
+        drop(guard);
         Some(ResetRegistration(context))
     }
 
     /// Stop calling the reset callback of `primitive`'s timer. Once this returns, rcl
     /// no longer uses the registration's context.
     pub(crate) fn clear_on_reset(primitive: &dyn RclPrimitive) {
-        if let RclPrimitiveHandle::Timer(guard) = primitive.handle() {
-            // SAFETY: the timer is alive and locked by `guard`; rclrs calls
-            // `rcl_timer_reset` (which runs the callback) only under this lock, so no
-            // callback is running while we clear it. Null callback and data clear it.
+        if let Some((guard, timer)) = Self::locked(primitive) {
+            // SAFETY: the timer is alive, and `guard` holds the lock under which rclrs
+            // calls `rcl_timer_reset` (which runs the callback), so no callback is
+            // running while we clear it. Null callback and data clear it.
             unsafe {
-                rcl_timer_set_on_reset_callback(
-                    &*guard as *const _ as *const c_void,
-                    None,
-                    std::ptr::null(),
-                );
+                rcl_timer_set_on_reset_callback(timer.0, None, std::ptr::null());
             }
+            drop(guard);
         }
     }
 }

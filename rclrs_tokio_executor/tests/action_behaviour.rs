@@ -1,8 +1,9 @@
 //! Actions, against the rclrs basic executor and the Tokio executor (in both Worker
 //! modes): goals accepted and rejected, feedback then a result, cancellation, a
-//! finished goal expiring after the server's timeout, and a client dropped mid-goal. The
-//! Tokio executor serves actions through its fallback wait set today; these cases hold
-//! whatever path serves them.
+//! finished goal expiring after the server's timeout (the Tokio executor runs goal
+//! expiry on its timer scheduler), a client or a server dropped mid-goal, and a server
+//! and its client on different Workers (nodes). The Tokio executor serves actions by
+//! push; these cases hold whatever path serves them.
 
 mod support;
 
@@ -13,35 +14,12 @@ use ros_env::test_msgs::action::{Fibonacci, Fibonacci_Feedback, Fibonacci_Goal, 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::unique;
+use support::{run_to_end, unique};
 
 type MakeExecutor = fn(&Context) -> Executor;
 
 /// A generous bound for anything that should take milliseconds.
 const PATIENCE: Duration = Duration::from_secs(20);
-
-/// Spin until `work` (run as an async task of the executor) has an output; fail after
-/// PATIENCE.
-fn run_to_end<Out: Send + 'static>(
-    executor: &mut Executor,
-    work: impl Future<Output = Out> + Send + 'static,
-) -> Out {
-    let (tx, rx) = oneshot::channel();
-    let _ = executor.commands().run(async move {
-        let _ = tx.send(work.await);
-    });
-    let (mut output, notice) = executor.commands().create_notice(rx);
-    let errors = executor.spin(
-        SpinOptions::default()
-            .until_promise_resolved(notice)
-            .timeout(PATIENCE),
-    );
-    assert!(errors.is_empty(), "spin reported {errors:?}");
-    output
-        .try_recv()
-        .expect("the work was dropped")
-        .expect("the work did not finish in time")
-}
 
 /// A fresh executor with a node, and an action name of its own.
 fn fresh(make: MakeExecutor, name: &str) -> (Executor, Node, String) {
@@ -314,6 +292,107 @@ fn a_client_dropped_mid_goal_leaves_the_server_serving_others(make: MakeExecutor
     );
 }
 
+/// A server that finishes each goal when told to (order 0) or at once.
+fn finish_on_signal(
+    node: &Node,
+    name: &str,
+    started: oneshot::Sender<()>,
+    finish: oneshot::Receiver<()>,
+) -> ActionServer<Fibonacci> {
+    let pair = taken_once((started, finish));
+    node.create_action_server::<Fibonacci, _>(name, move |requested: RequestedGoal<Fibonacci>| {
+        let order = requested.goal().order;
+        let executing = requested.accept().execute();
+        let signals = if order == 0 {
+            pair.lock().unwrap().take()
+        } else {
+            None
+        };
+        async move {
+            if let Some((started, finish)) = signals {
+                let _ = started.send(());
+                let _ = finish.await;
+            }
+            executing.succeeded_with(Fibonacci_Result {
+                sequence: sequence(order),
+            })
+        }
+    })
+    .unwrap()
+}
+
+fn a_server_dropped_mid_goal_leaves_its_client_and_a_new_server_working(make: MakeExecutor) {
+    let (mut executor, node, name) = fresh(make, "action_server_drop");
+    let server_node = executor
+        .create_node(unique("action_server_drop_server").as_str())
+        .unwrap();
+    let (started_tx, started_rx) = oneshot::channel::<()>();
+    let (finish_tx, finish_rx) = oneshot::channel::<()>();
+    let server = finish_on_signal(&server_node, &name, started_tx, finish_rx);
+    let client = ready_client(&mut executor, &node, &name);
+    let requested = client.request_goal(Fibonacci_Goal { order: 0 });
+    let goal = run_to_end(&mut executor, async move {
+        let goal = requested.await.expect("the goal was rejected");
+        let _ = started_rx.await;
+        goal
+    });
+    // The server goes while its goal runs; the goal then finishes (rcl_action re-arms
+    // the expiry timer of a server whose executor entity is already torn down).
+    drop(server);
+    spin_for(&mut executor, Duration::from_millis(100));
+    let _ = finish_tx.send(());
+    spin_for(&mut executor, Duration::from_millis(200));
+    drop(goal);
+    // A new server under the same name serves the same client.
+    let (unused_tx, _) = oneshot::channel::<()>();
+    let (_, unused_rx) = oneshot::channel::<()>();
+    let _server = finish_on_signal(&server_node, &name, unused_tx, unused_rx);
+    let requested = client.request_goal(Fibonacci_Goal { order: 5 });
+    let result = run_to_end(&mut executor, async move {
+        requested
+            .await
+            .expect("the new server rejected the goal")
+            .result
+            .await
+    });
+    assert_eq!(
+        (result.0, result.1.sequence),
+        (GoalStatusCode::Succeeded, sequence(5))
+    );
+}
+
+fn a_server_and_its_client_on_different_workers_complete_goals(make: MakeExecutor) {
+    // Enough round trips to catch the response race of rclrs 0.8's action client
+    // (patch 0012): before the fix it lost a goal response in about one run in eight
+    // of 20 goals.
+    const GOALS: i32 = 100;
+    let (mut executor, client_node, name) = fresh(make, "action_two_workers");
+    // Each node has a Worker of its own.
+    let server_node = executor
+        .create_node(unique("action_two_workers_server").as_str())
+        .unwrap();
+    let (started_tx, _started_rx) = oneshot::channel::<()>();
+    let (_finish_tx, finish_rx) = oneshot::channel::<()>();
+    let _server = finish_on_signal(&server_node, &name, started_tx, finish_rx);
+    let client = ready_client(&mut executor, &client_node, &name);
+    // One goal after another (a burst of requests beyond the services' QoS depth of 10
+    // would lose some, on any executor).
+    let results = run_to_end(&mut executor, async move {
+        let mut results = Vec::new();
+        for order in 1..=GOALS {
+            let requested = client.request_goal(Fibonacci_Goal { order });
+            let goal = requested.await.expect("a goal was rejected");
+            let (status, result) = goal.result.await;
+            results.push((status, result.sequence.len() as i32));
+        }
+        results
+    });
+    let expected: Vec<_> = (1..=GOALS)
+        .map(|order| (GoalStatusCode::Succeeded, order))
+        .collect();
+    assert_eq!(results, expected);
+}
+
 macro_rules! suite {
     ($module:ident, $make:expr) => {
         mod $module {
@@ -335,6 +414,14 @@ macro_rules! suite {
             #[test]
             fn a_client_dropped_mid_goal_leaves_the_server_serving_others() {
                 super::a_client_dropped_mid_goal_leaves_the_server_serving_others(MAKE)
+            }
+            #[test]
+            fn a_server_dropped_mid_goal_leaves_its_client_and_a_new_server_working() {
+                super::a_server_dropped_mid_goal_leaves_its_client_and_a_new_server_working(MAKE)
+            }
+            #[test]
+            fn a_server_and_its_client_on_different_workers_complete_goals() {
+                super::a_server_and_its_client_on_different_workers_complete_goals(MAKE)
             }
             #[test]
             fn a_cancelled_goal_ends_cancelled_with_its_partial_result() {

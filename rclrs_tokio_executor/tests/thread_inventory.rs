@@ -1,6 +1,7 @@
 //! What threads an ordinary process runs on the Tokio executor: a node (with its
-//! parameter services), a publisher, a subscription, a service, a client and a timer,
-//! all served, and no rcl wait-set thread (the fallback waiter) among them. A client
+//! parameter services), a publisher, a subscription, a service, a client, a timer, an
+//! action server and an action client, all served (a goal runs to its result and
+//! expires), and no rcl wait-set thread (the fallback waiter) among them. A client
 //! that waits for its service through the graph (`notify_on_service_ready`) is the one
 //! thing that still starts one, lazily.
 
@@ -10,10 +11,11 @@ use rclrs::*;
 use rclrs_tokio_executor::CreateTokioExecutor;
 use ros_env::std_msgs::msg::Int32;
 use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
+use ros_env::test_msgs::action::{Fibonacci, Fibonacci_Goal, Fibonacci_Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{thread_names, unique, wait_matched};
+use support::{run_to_end, thread_names, unique, wait_matched};
 
 fn fallback_threads() -> usize {
     thread_names()
@@ -64,8 +66,27 @@ fn an_ordinary_node_runs_no_rcl_wait_thread() {
     let client = node
         .create_client::<SetBool>(service_name.as_str())
         .unwrap();
+    let action_name = unique("inventory_action");
+    let _action_server = node
+        .create_action_server::<Fibonacci, _>(
+            action_name
+                .as_str()
+                .goal_expiration_timeout(Duration::from_millis(100)),
+            |requested: RequestedGoal<Fibonacci>| {
+                let executing = requested.accept().execute();
+                async move {
+                    executing.succeeded_with(Fibonacci_Result {
+                        sequence: vec![0, 1],
+                    })
+                }
+            },
+        )
+        .unwrap();
+    let action_client = node
+        .create_action_client::<Fibonacci>(action_name.as_str())
+        .unwrap();
     wait_matched(&publisher, 1);
-    while !client.service_is_ready().unwrap() {
+    while !client.service_is_ready().unwrap() || !action_client.server_is_available().unwrap() {
         std::thread::sleep(Duration::from_millis(10));
     }
 
@@ -77,10 +98,25 @@ fn an_ordinary_node_runs_no_rcl_wait_thread() {
             move |_: SetBool_Response| on_answer(),
         )
         .unwrap();
+    let requested = action_client.request_goal(Fibonacci_Goal { order: 2 });
+    let goal_id = *requested.goal_id();
+    let status = run_to_end(&mut executor, async move {
+        requested
+            .await
+            .expect("the goal was rejected")
+            .result
+            .await
+            .0
+    });
+    assert_eq!(status, GoalStatusCode::Succeeded);
     executor.spin(SpinOptions::default().timeout(Duration::from_millis(500)));
 
     assert_eq!(heard.load(Ordering::SeqCst), 1);
     assert_eq!(answered.load(Ordering::SeqCst), 1);
+    // The finished goal expired (100 ms after it finished) while spinning.
+    let result = action_client.receive_result(goal_id);
+    let status = run_to_end(&mut executor, async move { result.await.0 });
+    assert_eq!(status, GoalStatusCode::Unknown);
     assert!(ticks.load(Ordering::SeqCst) >= 10);
     assert_eq!(fallback_threads(), 0, "threads: {:?}", thread_names());
 
@@ -92,5 +128,11 @@ fn an_ordinary_node_runs_no_rcl_wait_thread() {
             .until_promise_resolved(ready)
             .timeout(Duration::from_secs(5)),
     );
+    // The promise can resolve (the service is already there) before the Worker has
+    // taken the graph guard condition in, so wait for the thread to appear.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while fallback_threads() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(fallback_threads(), 1, "threads: {:?}", thread_names());
 }

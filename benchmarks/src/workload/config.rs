@@ -12,6 +12,8 @@ pub enum Workload {
     Stream,
     /// Closed-loop service calls.
     Service,
+    /// Closed-loop action goals (goal to result), after an idle window.
+    Action,
     /// Many subscriptions on their own topics.
     Scaling,
     /// CPU-bound callbacks in 1 or 2 Workers.
@@ -35,6 +37,7 @@ impl Workload {
         match self {
             Workload::Stream => "stream",
             Workload::Service => "service",
+            Workload::Action => "action",
             Workload::Scaling => "scaling",
             Workload::Parallel => "parallel",
         }
@@ -244,7 +247,10 @@ impl Config {
             ));
         }
         if matches!(args.executor, ExecutorName::RawRcl | ExecutorName::RawPush)
-            && matches!(workload, Workload::Service | Workload::Parallel)
+            && matches!(
+                workload,
+                Workload::Service | Workload::Action | Workload::Parallel
+            )
         {
             return Err(format!(
                 "--executor {}: the raw take loop has no {} workload",

@@ -5,17 +5,17 @@
 //! the process CPU as `idle_cpu_pct`. Phase 2: one publisher on the first topic at
 //! `--rate-hz`; reports the executor's CPU per delivered message as `per_message_us`.
 
-use super::publishing::{self, Edge, Schedule, Window};
+use super::publishing::{self, Schedule};
+use super::round_trips;
 use super::spinner::Setup;
 use super::stats::Stats;
 use super::stream;
 use super::{Config, Report};
-use crate::interrupt;
 // The rmw-native message types: taken and published without a conversion copy, as
 // rclcpp takes and publishes its native types.
 use ros_env::rclrs_tokio_msgs::msg::rmw::BenchMessage;
 use std::sync::{atomic::Ordering, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Run the scaling workload.
 pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
@@ -41,13 +41,7 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let spinner = setup.start()?;
 
     // Phase 1: idle.
-    interrupt::sleep_until(Instant::now() + Duration::from_millis(500));
-    let idle_first = Edge::now(0, 0);
-    interrupt::sleep_until(Instant::now() + config.window);
-    let idle = Window {
-        first: idle_first,
-        last: Edge::now(0, 0),
-    };
+    let idle = round_trips::idle_window(config.window);
 
     // Phase 2: one topic at the rate.
     let mut msg = stream::message(config);

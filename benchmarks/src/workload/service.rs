@@ -3,10 +3,10 @@
 //! The round trip is measured from the request's `send_time_ns`, which the server
 //! echoes back.
 
-use super::publishing::Edge;
+use super::round_trips::{self, RoundTrips};
 use super::spinner::Setup;
 use super::{Config, Report};
-use crate::{interrupt, monotonic_ns, Latencies};
+use crate::{interrupt, monotonic_ns};
 use rclrs::Promise;
 use ros_env::rclrs_tokio_msgs::msg::BenchHeader;
 use ros_env::rclrs_tokio_msgs::srv::{BenchEcho, BenchEcho_Request, BenchEcho_Response};
@@ -29,7 +29,7 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let client = node.create_client::<BenchEcho>(name.as_str())?;
     let spinner = setup.start()?;
 
-    let result = (|| -> Result<(Edge, Edge, u64, Latencies), String> {
+    let result = (|| -> Result<RoundTrips, String> {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !client.service_is_ready().map_err(|e| e.to_string())? {
             if interrupt::interrupted() {
@@ -40,44 +40,27 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let start = Instant::now();
-        let (opens, closes) = (start + config.warmup, start + config.warmup + config.window);
         let mut request = BenchEcho_Request {
             header: BenchHeader::default(),
             payload: vec![0u8; config.payload],
         };
-        let (mut first, mut last) = (None, None);
-        let mut latencies = Latencies::default();
-        let mut calls = 0u64;
-        loop {
-            let now = Instant::now();
-            if first.is_none() && now >= opens {
-                first = Some(Edge::now(calls, calls));
-            }
-            if now >= closes || interrupt::interrupted() {
-                let edge = Edge::now(calls, calls);
-                first.get_or_insert(edge);
-                last = last.or(Some(edge));
-                break;
-            }
-            request.header.seq = calls;
+        round_trips::drive(config, |seq| {
+            request.header.seq = seq;
             request.header.send_time_ns = monotonic_ns();
             let promise: Promise<BenchEcho_Response> =
                 client.call(&request).map_err(|e| e.to_string())?;
             let response = futures::executor::block_on(promise)
                 .map_err(|_| "the client dropped the call".to_string())?;
-            let rtt = monotonic_ns() - response.header.send_time_ns;
-            if first.is_some() {
-                latencies.push(rtt);
-            }
-            calls += 1;
-        }
-        Ok((first.unwrap(), last.unwrap(), calls, latencies))
+            Ok(monotonic_ns() - response.header.send_time_ns)
+        })
     })();
     let executor_stats = spinner.stats();
     let executor = spinner.stop()?;
-    let (first, last, calls, latencies) = result?;
-    let window = super::publishing::Window { first, last };
+    let RoundTrips {
+        window,
+        completed: calls,
+        latencies,
+    } = result?;
     let report = Report::new()
         .text("executor", &config.executor)
         .text("workload", "service")

@@ -15,6 +15,15 @@
 //! the first `TAKE_FAILED`: nothing that rmw still holds is skipped, and nothing is
 //! taken twice.
 //!
+//! # Parts
+//!
+//! An action server or client is one rcl entity made of several (goal, cancel and
+//! result services, feedback and status subscriptions, the goal-expiry timer), and
+//! rclrs executes it with a `ReadyKind` that names the part to serve. So an entity
+//! keeps one `pending` count per part its push callback can report: one for
+//! everything else, four for an action server, five for an action client. The
+//! `queued` flag stays one per entity: a burst on several parts still queues it once.
+//!
 //! # Single passes
 //!
 //! In a single pass (`spin_once`, zero timeout; see the spin gate) a Worker executes an
@@ -27,7 +36,10 @@ use crate::ffi::{self, RclTimer, ResetRegistration};
 use crate::runtime::panics::log_panic;
 use crate::stats::worker_counters::now_ns;
 use crate::stats::ExecutorStats;
-use rclrs::{OnReadyCallback, OnReadyHandle, RclPrimitiveKind, ReadyKind, Waitable};
+use rclrs::{
+    ActionClientReady, ActionServerReady, OnReadyCallback, OnReadyHandle, RclPrimitiveKind,
+    ReadyKind, Waitable,
+};
 use std::sync::{
     atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     Arc, Mutex, Weak,
@@ -53,9 +65,12 @@ pub(crate) trait TimerWatch: Send + Sync {
 /// the mailbox; its push callback holds it weakly.
 pub(crate) struct Entity {
     pub(crate) kind: RclPrimitiveKind,
-    /// Topic or service name, for log messages.
+    /// Topic, service or action name, for log messages.
     pub(crate) name: String,
-    pending: AtomicUsize,
+    /// The parts rclrs executes separately (see the module doc), and the arrivals
+    /// counted for each; only the first `parts.len()` counts are used.
+    parts: Vec<ReadyKind>,
+    pending: [AtomicUsize; MAX_PARTS],
     queued: AtomicBool,
     /// The pass it last executed in (single passes only).
     last_pass: AtomicU64,
@@ -68,6 +83,43 @@ pub(crate) struct Entity {
     registration: Mutex<Option<OnReadyHandle>>,
     /// For timers: the scheduler's hold on the timer.
     timer: Mutex<Option<TimerParts>>,
+}
+
+/// The most parts an entity has: an action client's five.
+pub(crate) const MAX_PARTS: usize = 5;
+
+/// Arrivals a drain claimed, per part (see [`Entity::parts`]).
+pub(crate) type Claims = [usize; MAX_PARTS];
+
+/// The parts of a primitive of `kind`, in the order their counts are kept. The part
+/// a timer tick is for comes last ([`Entity::tick_part`]).
+fn parts_of(kind: RclPrimitiveKind) -> Vec<ReadyKind> {
+    let server = |set: fn(&mut ActionServerReady)| {
+        let mut ready = ActionServerReady::default();
+        set(&mut ready);
+        ReadyKind::ActionServer(ready)
+    };
+    let client = |set: fn(&mut ActionClientReady)| {
+        let mut ready = ActionClientReady::default();
+        set(&mut ready);
+        ReadyKind::ActionClient(ready)
+    };
+    match kind {
+        RclPrimitiveKind::ActionServer => vec![
+            server(|r| r.goal_request = true),
+            server(|r| r.cancel_request = true),
+            server(|r| r.result_request = true),
+            server(|r| r.goal_expired = true),
+        ],
+        RclPrimitiveKind::ActionClient => vec![
+            client(|r| r.goal_response = true),
+            client(|r| r.cancel_response = true),
+            client(|r| r.result_response = true),
+            client(|r| r.feedback = true),
+            client(|r| r.status = true),
+        ],
+        _ => vec![ReadyKind::Basic],
+    }
 }
 
 /// What a timer entity registers besides itself. The registrations are only held for
@@ -87,7 +139,8 @@ impl Entity {
         Arc::new(Self {
             kind: primitive.kind(),
             name: ffi::entity_name(primitive),
-            pending: AtomicUsize::new(0),
+            parts: parts_of(primitive.kind()),
+            pending: Default::default(),
             queued: AtomicBool::new(false),
             last_pass: AtomicU64::new(0),
             panicked: AtomicBool::new(false),
@@ -108,9 +161,10 @@ impl Entity {
     ) -> Result<bool, rclrs::RclrsError> {
         let weak: Weak<Self> = Arc::downgrade(self);
         let mailbox = mailbox.clone();
-        let callback: OnReadyCallback = Arc::new(move |_ready: ReadyKind, count: usize| {
+        let callback: OnReadyCallback = Arc::new(move |ready: ReadyKind, count: usize| {
             if let Some(entity) = weak.upgrade() {
-                entity.notify(count, &mailbox);
+                let part = entity.part_of(ready);
+                entity.notify(part, count, &mailbox);
             }
         });
         let registration = {
@@ -125,12 +179,46 @@ impl Entity {
         Ok(pushed)
     }
 
+    /// The parts rclrs executes separately, in the order of [`Claims`].
+    pub(crate) fn parts(&self) -> &[ReadyKind] {
+        &self.parts
+    }
+
+    /// Which part a notification is for (the only one, for most entities).
+    fn part_of(&self, ready: ReadyKind) -> usize {
+        if self.parts.len() == 1 {
+            return 0;
+        }
+        self.parts.iter().position(|p| *p == ready).unwrap_or(0)
+    }
+
+    /// The part a tick of the timer scheduler is for: a timer's only part, an action
+    /// server's goal expiry (its last part).
+    pub(crate) fn tick_part(&self) -> usize {
+        self.parts.len() - 1
+    }
+
+    /// Whether `part` is run by ticks: once per tick, which the timer scheduler
+    /// watches (see `timer_scheduler.rs`).
+    pub(crate) fn is_tick(&self, part: usize) -> bool {
+        matches!(
+            self.kind,
+            RclPrimitiveKind::Timer | RclPrimitiveKind::ActionServer
+        ) && part == self.tick_part()
+    }
+
+    /// A tick of the timer scheduler.
+    pub(crate) fn tick(self: Arc<Self>, mailbox: &impl EntityQueue) {
+        let part = self.tick_part();
+        self.notify(part, 1, mailbox);
+    }
+
     /// The push callback's work: atomics and at most one non-blocking send.
-    pub(crate) fn notify(self: Arc<Self>, count: usize, mailbox: &impl EntityQueue) {
+    pub(crate) fn notify(self: Arc<Self>, part: usize, count: usize, mailbox: &impl EntityQueue) {
         if count == 0 {
             return;
         }
-        self.pending.fetch_add(count, Ordering::AcqRel);
+        self.pending[part].fetch_add(count, Ordering::AcqRel);
         if !self.queued.swap(true, Ordering::AcqRel) {
             if mailbox.tracing() {
                 self.notified_ns.store(now_ns(), Ordering::Relaxed);
@@ -146,15 +234,19 @@ impl Entity {
     }
 
     /// Begin a drain: allow re-queueing, then claim every arrival counted so far.
-    pub(crate) fn claim(&self) -> usize {
+    pub(crate) fn claim(&self) -> Claims {
         self.queued.store(false, Ordering::SeqCst);
-        self.pending.swap(0, Ordering::SeqCst)
+        let mut claims = Claims::default();
+        for (claim, pending) in claims.iter_mut().zip(&self.pending[..self.parts.len()]) {
+            *claim = pending.swap(0, Ordering::SeqCst);
+        }
+        claims
     }
 
     /// Give back arrivals a drain did not get to (its budget ran out) and re-queue.
-    pub(crate) fn unclaim(self: &Arc<Self>, count: usize, mailbox: &impl EntityQueue) {
-        if count > 0 {
-            Arc::clone(self).notify(count, mailbox);
+    pub(crate) fn unclaim(self: &Arc<Self>, left: &Claims, mailbox: &impl EntityQueue) {
+        for (part, &count) in left.iter().enumerate() {
+            Arc::clone(self).notify(part, count, mailbox);
         }
     }
 
@@ -164,17 +256,20 @@ impl Entity {
     }
 
     /// Defer to the next pass the entity's queued item (taken from the mailbox but not
-    /// run) and `unexecuted` claimed arrivals: counted, but not queued.
-    pub(crate) fn defer(&self, unexecuted: usize) {
+    /// run) and the `unexecuted` claimed arrivals: counted, but not queued.
+    pub(crate) fn defer(&self, unexecuted: &Claims) {
         self.queued.store(false, Ordering::SeqCst);
-        if unexecuted > 0 {
-            self.pending.fetch_add(unexecuted, Ordering::SeqCst);
+        for (pending, &count) in self.pending.iter().zip(unexecuted) {
+            if count > 0 {
+                pending.fetch_add(count, Ordering::SeqCst);
+            }
         }
     }
 
     /// Queue a deferred entity again if it still has arrivals and is not queued.
     pub(crate) fn requeue(self: &Arc<Self>, mailbox: &impl EntityQueue) {
-        if self.pending.load(Ordering::SeqCst) > 0 && !self.queued.swap(true, Ordering::AcqRel) {
+        let has_arrivals = self.pending.iter().any(|p| p.load(Ordering::SeqCst) > 0);
+        if has_arrivals && !self.queued.swap(true, Ordering::AcqRel) {
             mailbox.enqueue(Arc::clone(self));
         }
     }

@@ -1,6 +1,8 @@
 //! The fallback waiter: an rcl wait set on its own thread for the primitives of one
-//! Worker that have no push path (timers, QoS events, action servers and clients), so
-//! that no waitable is ever silently ignored.
+//! Worker that have no push path (QoS events, the node's graph guard condition once
+//! someone listens for graph changes, anything whose push registration failed), so that
+//! no waitable is ever silently ignored. A Worker starts it with its first such
+//! primitive; an ordinary process has none.
 //!
 //! # Protocol
 //!

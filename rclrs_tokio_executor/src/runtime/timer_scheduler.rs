@@ -1,6 +1,9 @@
 //! The timer scheduler: rcl has no push callback for timer expiry, so one thread per
 //! executor watches the deadlines of every timer and delivers a tick into the owning
-//! Worker's mailbox when one is due.
+//! Worker's mailbox when one is due. An action server's goal expiry is such a timer too
+//! (inside the server, see patch 0011): rcl_action re-arms it with a reset whenever a
+//! goal finishes, and cancels it when no finished goal is left, so an idle server costs
+//! nothing; its tick makes the Worker execute the server with `goal_expired`.
 //!
 //! # Protocol
 //!
@@ -244,7 +247,7 @@ fn evaluate(state: &mut State) -> Option<Duration> {
             TimerDue::Cancelled => {}
             TimerDue::In(ns) if ns <= 0 => {
                 timer.ticked_for = timer.timer.next_call_time();
-                entity.notify(1, &timer.mailbox);
+                entity.tick(&timer.mailbox);
                 if !sim_time {
                     // Look again when the next call is due, one period after this one
                     // (`ns` is how late this one is; see the module's protocol).

@@ -19,10 +19,12 @@
 //! every entity deregisters its push callback before its Waitable is dropped, then the
 //! task leaves the executor's list of Workers.
 //!
-//! Submodules: [`registration`] (how a new Waitable is taken in), [`linger`] (the
+//! Submodules: [`registration`] (how a new Waitable is taken in), [`drain`] (how an
+//! entity's arrivals are executed), [`linger`] (the
 //! brief watch of the mailbox under a sustained stream) and [`stage_trace`] (timestamps
 //! of a drain while stage tracing is on).
 
+mod drain;
 mod linger;
 mod registration;
 mod stage_trace;
@@ -52,10 +54,8 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 /// How many mailbox items a Worker runs before yielding to other tasks (it also yields
-/// once its turn's callback budget is spent, see `turn`), and how many times it
-/// executes one entity before re-queueing it behind the others.
+/// once its turn's callback budget is spent, see `turn`).
 const MAILBOX_BUDGET: usize = 64;
-const ENTITY_BUDGET: usize = 256;
 
 pub(crate) struct WorkerTask {
     shared: Arc<ExecutorShared>,
@@ -301,103 +301,6 @@ impl WorkerTask {
                 true
             }
         }
-    }
-
-    /// Execute an entity once per claimed arrival (once in a single pass), stopping when
-    /// rmw has nothing left.
-    fn drain(&mut self, entity: &Arc<Entity>) -> bool {
-        if entity.kind == RclPrimitiveKind::GuardCondition {
-            entity.claim();
-            // rclrs triggers a Worker's guard condition for new entities, payload tasks
-            // and dropped entities; the first two reach us directly, so run its (empty)
-            // callback and sweep. Like a ready guard condition in the basic executor's
-            // wait set, it counts as a unit of work (it ends a `spin_once`).
-            if let Some(waitable) = entity.waitable.lock().unwrap().as_mut() {
-                if let Err(err) =
-                    ffi::execute_guard_condition(waitable.primitive_mut(), ReadyKind::Basic)
-                {
-                    log_error!("rclrs_tokio_executor", "guard condition failed: {err}");
-                }
-            }
-            self.sweep();
-            return true;
-        }
-        let single_pass = self.gated && self.shared.gate.is_single_pass();
-        if single_pass && !entity.first_run_in(self.shared.gate.pass()) {
-            entity.defer(0);
-            self.deferred.push(Arc::clone(entity));
-            return false;
-        }
-        let claimed = entity.claim();
-        let mut guard = entity.waitable.lock().unwrap();
-        let Some(waitable) = guard.as_mut() else {
-            return false;
-        };
-        if !waitable.is_in_use() {
-            drop(guard);
-            self.sweep();
-            return false;
-        }
-        let Some(payload) = self.payload.as_deref_mut() else {
-            return false;
-        };
-        // A timer tick runs the timer once (rclrs checks it is still due).
-        let is_timer = entity.kind == RclPrimitiveKind::Timer;
-        let limit = if is_timer || single_pass {
-            1
-        } else {
-            ENTITY_BUDGET.min(turn::left().max(1))
-        };
-        let mut ran = 0;
-        let mut emptied = false;
-        let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
-        while ran < claimed.min(limit) {
-            rclrs::reset_take_failed();
-            let started = trace.as_ref().map(ItemTrace::executing);
-            let scope = InlineScope::begin();
-            let result = catch_unwind(AssertUnwindSafe(|| {
-                ffi::execute(waitable, ReadyKind::Basic, payload)
-            }));
-            if let (Some(trace), Some(started)) = (trace.as_mut(), started) {
-                trace.executed(&self.counters, started);
-            }
-            self.counters
-                .panicked(scope.finish(&self.shared, Some(entity)));
-            match result {
-                Ok(Ok(())) => {}
-                Ok(Err(err)) => log_error!(
-                    "rclrs_tokio_executor",
-                    "error while running the callback of {}: {err}",
-                    entity.name
-                ),
-                Err(panic) => {
-                    self.counters.panicked(1);
-                    entity.contain_panic(&self.shared.stats, &*panic);
-                }
-            }
-            if rclrs::take_failed_since_reset() {
-                emptied = true;
-                self.counters.took_nothing();
-                break;
-            }
-            ran += 1;
-        }
-        drop(guard);
-        self.counters.ran_callbacks(ran as u64);
-        turn::spend(ran.max(1));
-        let left = claimed - ran;
-        if !emptied && left > 0 && !is_timer {
-            if single_pass {
-                entity.defer(left);
-                self.deferred.push(Arc::clone(entity));
-            } else {
-                entity.unclaim(left, &self.mailbox_tx);
-            }
-        }
-        if is_timer {
-            self.shared.timers.ran_tick(entity);
-        }
-        ran > 0
     }
 
     fn notify_listeners(&mut self) {

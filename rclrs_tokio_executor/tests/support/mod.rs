@@ -4,9 +4,10 @@
 pub mod capture_runtime;
 pub mod ffi;
 
-use rclrs::{Context, Executor, Publisher, RclrsError};
+use rclrs::{Context, Executor, Publisher, RclrsError, SpinOptions};
 use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
 use ros_env::std_msgs::msg::Int32;
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{atomic::AtomicBool, Arc};
 use std::thread::JoinHandle;
@@ -79,4 +80,28 @@ pub fn publish_until(
             }
         }
     })
+}
+
+/// Spin until `work` (run as an async task of the executor) has an output; fail after
+/// `PATIENCE`.
+pub fn run_to_end<Out: Send + 'static>(
+    executor: &mut Executor,
+    work: impl Future<Output = Out> + Send + 'static,
+) -> Out {
+    const PATIENCE: Duration = Duration::from_secs(20);
+    let (tx, rx) = futures::channel::oneshot::channel();
+    let _ = executor.commands().run(async move {
+        let _ = tx.send(work.await);
+    });
+    let (mut output, notice) = executor.commands().create_notice(rx);
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(notice)
+            .timeout(PATIENCE),
+    );
+    assert!(errors.is_empty(), "spin reported {errors:?}");
+    output
+        .try_recv()
+        .expect("the work was dropped")
+        .expect("the work did not finish in time")
 }

@@ -1,6 +1,7 @@
 //! How a Worker task takes in a new Waitable: push registration for subscriptions,
-//! services, clients and guard conditions; the timer scheduler for timers; the clock
-//! task for rclrs's `/clock` subscriptions; the fallback waiter for the rest.
+//! services, clients, guard conditions and the parts of action servers and clients;
+//! the timer scheduler for timers and for action servers' goal expiry; the clock task
+//! for rclrs's `/clock` subscriptions; the fallback waiter for the rest (QoS events).
 
 use super::WorkerTask;
 use crate::ffi::RclTimer;
@@ -27,6 +28,8 @@ impl WorkerTask {
                 | RclPrimitiveKind::Service
                 | RclPrimitiveKind::Client
                 | RclPrimitiveKind::GuardCondition
+                | RclPrimitiveKind::ActionServer
+                | RclPrimitiveKind::ActionClient
         );
         // Once a fallback waiter exists, guard conditions wake it instead, so it sees
         // new entities and dropped ones.
@@ -67,7 +70,18 @@ impl WorkerTask {
                 false
             }
         };
-        if !pushed {
+        // An action server's finished goals expire on a timer inside it (patch 0011).
+        let expiry = pushed && kind == RclPrimitiveKind::ActionServer;
+        let expiry_scheduled = !expiry || self.schedule_timer(&entity);
+        if !expiry_scheduled {
+            log_error!(
+                "rclrs_tokio_executor",
+                "rcl did not give the goal-expiry timer of action server {}; it is served \
+                 by the fallback waiter",
+                entity.name
+            );
+        }
+        if !pushed || !expiry_scheduled {
             self.entities.retain(|e| !Arc::ptr_eq(e, &entity));
             if let Some(waitable) = entity.into_waitable() {
                 self.to_fallback(waitable);
@@ -78,14 +92,31 @@ impl WorkerTask {
 
     /// Hand a timer to the timer scheduler: it delivers ticks into this mailbox.
     fn add_timer(&mut self, waitable: Waitable) {
-        let Some(timer) = RclTimer::of(waitable.primitive()) else {
-            self.to_fallback(waitable);
-            return;
-        };
-        let clock = waitable.primitive().timer_clock();
         let entity = Entity::new(waitable);
+        if !self.schedule_timer(&entity) {
+            if let Some(waitable) = entity.into_waitable() {
+                self.to_fallback(waitable);
+            }
+            return;
+        }
         self.entities.push(Arc::clone(&entity));
         self.list_entities();
+    }
+
+    /// Let the timer scheduler tick `entity`'s timer (a timer's own, or an action
+    /// server's goal expiry) into this mailbox, following the timer's clock. False if
+    /// the primitive has no timer rcl lets us read.
+    fn schedule_timer(&mut self, entity: &Arc<Entity>) -> bool {
+        let (timer, clock) = {
+            let waitable = entity.waitable.lock().unwrap();
+            let Some(primitive) = waitable.as_ref().map(|w| w.primitive()) else {
+                return false;
+            };
+            let Some(timer) = RclTimer::of(primitive) else {
+                return false;
+            };
+            (timer, primitive.timer_clock())
+        };
         let scheduler = Arc::clone(&self.shared.timers);
         let sim_time = Arc::new(AtomicBool::new(
             clock
@@ -133,7 +164,8 @@ impl WorkerTask {
             reset,
             jump,
         });
-        scheduler.add(&entity, timer, self.mailbox_tx.clone(), sim_time);
+        scheduler.add(entity, timer, self.mailbox_tx.clone(), sim_time);
+        true
     }
 
     fn to_fallback(&mut self, waitable: Waitable) {

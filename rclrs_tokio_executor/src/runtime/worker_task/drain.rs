@@ -1,0 +1,144 @@
+//! Draining an entity: executing it once per arrival its push callback counted.
+//!
+//! The drain claims every part's arrivals at once (see `entity.rs`), then executes the
+//! parts in order, each with its own `ReadyKind`, until the entity's budget is spent:
+//! [`ENTITY_BUDGET`] callbacks, or what is left of the thread's turn, or one callback
+//! in a single pass. A part stops at the first take that finds rmw's queue empty,
+//! since the count is arrivals and rmw may have dropped some (QoS depth); what the
+//! budget did not reach goes back to the entity, queued again or, in a single pass,
+//! deferred to the next one.
+//!
+//! A part run by ticks (a timer, an action server's goal expiry) executes once per
+//! drain however many ticks coalesced: rclrs checks that the timer is still due, and
+//! the timer scheduler, told that the tick ran, looks at the timer again.
+
+use super::{stage_trace::ItemTrace, WorkerTask};
+use crate::ffi;
+use crate::runtime::{
+    async_tasks::InlineScope,
+    entity::{Claims, Entity},
+    turn,
+};
+use rclrs::{log_error, RclPrimitiveKind, ReadyKind};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// How many times a Worker executes one entity before re-queueing it behind the others.
+const ENTITY_BUDGET: usize = 256;
+
+impl WorkerTask {
+    /// Execute an entity once per claimed arrival (once in a single pass), stopping when
+    /// rmw has nothing left. True if a callback ran.
+    pub(super) fn drain(&mut self, entity: &Arc<Entity>) -> bool {
+        if entity.kind == RclPrimitiveKind::GuardCondition {
+            self.run_guard_condition(entity);
+            return true;
+        }
+        let single_pass = self.gated && self.shared.gate.is_single_pass();
+        if single_pass && !entity.first_run_in(self.shared.gate.pass()) {
+            entity.defer(&Claims::default());
+            self.deferred.push(Arc::clone(entity));
+            return false;
+        }
+        let mut left = entity.claim();
+        let mut guard = entity.waitable.lock().unwrap();
+        let Some(waitable) = guard.as_mut() else {
+            return false;
+        };
+        if !waitable.is_in_use() {
+            drop(guard);
+            self.sweep();
+            return false;
+        }
+        let Some(payload) = self.payload.as_deref_mut() else {
+            return false;
+        };
+        let mut budget = if single_pass {
+            1
+        } else {
+            ENTITY_BUDGET.min(turn::left().max(1))
+        };
+        let mut ran = 0;
+        let mut ticked = false;
+        let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
+        for (part, &ready) in entity.parts().iter().enumerate() {
+            if left[part] == 0 || budget == 0 {
+                continue;
+            }
+            let is_tick = entity.is_tick(part);
+            let runs = if is_tick { 1 } else { left[part].min(budget) };
+            let mut part_ran = 0;
+            let mut emptied = false;
+            while part_ran < runs {
+                rclrs::reset_take_failed();
+                let started = trace.as_ref().map(ItemTrace::executing);
+                let scope = InlineScope::begin();
+                let result =
+                    catch_unwind(AssertUnwindSafe(|| ffi::execute(waitable, ready, payload)));
+                if let (Some(trace), Some(started)) = (trace.as_mut(), started) {
+                    trace.executed(&self.counters, started);
+                }
+                self.counters
+                    .panicked(scope.finish(&self.shared, Some(entity)));
+                match result {
+                    Ok(Ok(())) => {}
+                    Ok(Err(err)) => log_error!(
+                        "rclrs_tokio_executor",
+                        "error while running the callback of {}: {err}",
+                        entity.name
+                    ),
+                    Err(panic) => {
+                        self.counters.panicked(1);
+                        entity.contain_panic(&self.shared.stats, &*panic);
+                    }
+                }
+                if rclrs::take_failed_since_reset() {
+                    emptied = true;
+                    self.counters.took_nothing();
+                    break;
+                }
+                part_ran += 1;
+            }
+            ran += part_ran;
+            budget = budget.saturating_sub(part_ran.max(1));
+            // Nothing is left of a part rmw emptied, or of a tick that ran.
+            if emptied || is_tick {
+                left[part] = 0;
+            } else {
+                left[part] -= part_ran;
+            }
+            ticked |= is_tick;
+        }
+        drop(guard);
+        self.counters.ran_callbacks(ran as u64);
+        turn::spend(ran.max(1));
+        if left.iter().any(|&n| n > 0) {
+            if single_pass {
+                entity.defer(&left);
+                self.deferred.push(Arc::clone(entity));
+            } else {
+                entity.unclaim(&left, &self.mailbox_tx);
+            }
+        }
+        if ticked {
+            self.shared.timers.ran_tick(entity);
+        }
+        ran > 0 || ticked
+    }
+
+    /// rclrs triggers a Worker's guard condition for new entities, payload tasks and
+    /// dropped entities; the first two reach us directly, so run its (empty) callback
+    /// and sweep. Like a ready guard condition in the basic executor's wait set, it
+    /// counts as a unit of work (it ends a `spin_once`).
+    fn run_guard_condition(&mut self, entity: &Arc<Entity>) {
+        entity.claim();
+        if let Some(waitable) = entity.waitable.lock().unwrap().as_mut() {
+            if let Err(err) =
+                ffi::execute_guard_condition(waitable.primitive_mut(), ReadyKind::Basic)
+            {
+                log_error!("rclrs_tokio_executor", "guard condition failed: {err}");
+            }
+        }
+        self.sweep();
+    }
+}
