@@ -57,8 +57,10 @@ def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
             if (run['scenario'].startswith('latency')
                     or run['scenario'] in ('service_rtt', 'action_rtt')):
                 assert 0 < m['latency_p50_us'] <= m['latency_p99_us'] <= m['latency_max_us']
-            if run['scenario'].startswith('scaling') or run['scenario'] == 'action_idle':
+            if run['scenario'].startswith('scaling'):
                 assert m['idle_cpu_pct'] >= 0 and m['per_message_us'] > 0, run
+            if run['scenario'] == 'action_idle':
+                assert 0 <= m['idle_cpu_pct'] <= m['idle_process_cpu_pct'], run
             if SCENARIOS[run['scenario']].kind == 'xproc':
                 # Joined from the two processes' reports.
                 assert m['sent_per_s'] > 0, run

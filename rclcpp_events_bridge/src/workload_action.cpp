@@ -12,6 +12,10 @@
 //   2. round trips for warm-up + window: received_per_s = goals per second,
 //      latency_* = request to result, on the driver thread.
 //
+// Finished goals expire after kGoalExpiry, as in the Rust node (rcl's default is 15
+// minutes; every status change publishes the status of every goal not yet expired, so
+// with it the loop would measure a growing status array, not the executor).
+//
 // Built only where rclcpp_action was found (CMakeLists.txt); otherwise bench_node_cpp
 // says so and exits 3, and the harness reports the row absent.
 
@@ -38,6 +42,9 @@ using GoalHandle = rclcpp_action::ClientGoalHandle<BenchCount>;
 
 namespace
 {
+
+/// How long a finished goal's result is kept.
+constexpr auto kGoalExpiry = std::chrono::milliseconds(10);
 
 /// How long one goal may take before the run fails instead of hanging.
 constexpr auto kGoalTimeout = std::chrono::seconds(5);
@@ -79,6 +86,9 @@ int run_action(const Config & config)
   auto node = std::make_shared<rclcpp::Node>(
     config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(false));
   const std::string action_name = "bench_count_" + std::to_string(::getpid());
+  rcl_action_server_options_t server_options = rcl_action_server_get_default_options();
+  server_options.result_timeout.nanoseconds =
+    std::chrono::duration_cast<std::chrono::nanoseconds>(kGoalExpiry).count();
   auto server = rclcpp_action::create_server<BenchCount>(
     node, action_name,
     [](const rclcpp_action::GoalUUID &, std::shared_ptr<const BenchCount::Goal>) {
@@ -91,7 +101,8 @@ int run_action(const Config & config)
       auto result = std::make_shared<BenchCount::Result>();
       result->reached = goal->get_goal()->target;
       goal->succeed(result);
-    });
+    },
+    server_options);
   auto client = rclcpp_action::create_client<BenchCount>(node, action_name);
   executor->add_node(node);
   bench::SpinThread spinning(*executor);

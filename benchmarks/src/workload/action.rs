@@ -4,6 +4,12 @@
 //! once: the round trip is goal request, goal response, result request, result
 //! response (the client asks for the result as soon as the goal is accepted).
 //!
+//! Finished goals expire after [`GOAL_EXPIRY`] (rcl's default is 15 minutes). Every
+//! status change publishes the status of every goal not yet expired, so with the default
+//! a closed loop at thousands of goals per second would measure a status array that
+//! grows by thousands of entries a second, not the executor; the short expiry also makes
+//! the goal-expiry timer fire several times a second during the loop.
+//!
 //! Phase 1 (idle): one goal to warm up, a settling pause, then a window in which the
 //! server and client exist and nothing happens; reports the CPU of every thread but the
 //! driver's (the executor's and the middleware's) as `idle_cpu_pct`, and the whole
@@ -16,9 +22,12 @@ use super::round_trips::{self, RoundTrips};
 use super::spinner::Setup;
 use super::{Config, Report};
 use crate::{interrupt, monotonic_ns};
-use rclrs::{ActionClient, RequestedGoal};
+use rclrs::{ActionClient, IntoActionServerOptions, RequestedGoal};
 use ros_env::rclrs_tokio_msgs::action::{BenchCount, BenchCount_Goal, BenchCount_Result};
 use std::time::{Duration, Instant};
+
+/// How long a finished goal's result is kept (the C++ twin uses the same).
+const GOAL_EXPIRY: Duration = Duration::from_millis(10);
 
 /// Run the action workload.
 pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
@@ -28,7 +37,7 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .create_node(format!("bench_action_{}_{}", config.executor, std::process::id()).as_str())?;
     let name = format!("{}_count", config.topic);
     let _server = node.create_action_server::<BenchCount, _>(
-        name.as_str(),
+        name.as_str().goal_expiration_timeout(GOAL_EXPIRY),
         |requested: RequestedGoal<BenchCount>| {
             let target = requested.goal().target;
             let executing = requested.accept().execute();

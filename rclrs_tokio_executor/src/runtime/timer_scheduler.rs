@@ -28,7 +28,12 @@
 //!   then (the Worker is busy or not spinning) does the timer wait for the Worker, which
 //!   wakes the thread after running it.
 //! - **Reset and cancel.** A cancelled timer reports so and stays disarmed; rcl's
-//!   reset callback (`rcl_timer_set_on_reset_callback`) re-arms it.
+//!   reset callback (`rcl_timer_set_on_reset_callback`) re-arms it. A reset wakes the
+//!   thread only if the timer is now due before the thread's own planned wake-up (an
+//!   action server resets its expiry timer with every finished goal, usually to a
+//!   deadline far off): the callback marks the scheduler dirty, then compares with the
+//!   planned time; the thread publishes its plan, then checks the mark before it
+//!   parks, so one of the two always sees the other.
 //! - **Teardown.** A Worker removes a timer here (under the scheduler's lock, so the
 //!   thread is done with its `rcl_timer_t`) before it clears the reset callback and
 //!   drops the primitive.
@@ -50,7 +55,7 @@ use crate::runtime::{
 use alarms::{Alarm, AlarmList};
 use std::collections::HashMap;
 use std::sync::{
-    atomic::{AtomicBool, Ordering},
+    atomic::{AtomicBool, AtomicU64, Ordering},
     Arc, Mutex, OnceLock, Weak,
 };
 use std::thread::Thread;
@@ -70,6 +75,27 @@ struct ScheduledTimer {
     awaiting_worker: bool,
     /// Its clock is ROS time driven by `/clock`: no wall-clock deadline.
     sim_time: Arc<AtomicBool>,
+    /// How late a tick may come, in nanoseconds (see [`Slack`]).
+    slack_ns: i64,
+}
+
+/// How late the thread may deliver a timer's tick. Timers get none. An action server's
+/// goal expiry gets [`Slack::GOAL_EXPIRY`]: rcl_action re-arms that timer for the
+/// oldest finished goal, so under a stream of goals it falls due once per goal, and
+/// serving it at most a millisecond late lets one tick expire every goal due by then
+/// (rcl expires them all at once) instead of waking the thread and the Worker per goal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slack(pub(crate) Duration);
+
+impl Slack {
+    /// Exact: an rcl timer's callback.
+    pub(crate) const NONE: Slack = Slack(Duration::ZERO);
+    /// A finished goal's result is dropped up to 1 ms after its timeout.
+    pub(crate) const GOAL_EXPIRY: Slack = Slack(Duration::from_millis(1));
+
+    fn ns(self) -> i64 {
+        self.0.as_nanos() as i64
+    }
 }
 
 #[derive(Default)]
@@ -90,6 +116,10 @@ pub(crate) struct TimerScheduler {
     thread: OnceLock<Thread>,
     /// Set by anyone who changed something; the thread re-evaluates when it is set.
     dirty: AtomicBool,
+    /// When the thread will wake by itself, in nanoseconds since `epoch` (`u64::MAX`:
+    /// not until woken). 0 while it evaluates.
+    planned_ns: AtomicU64,
+    epoch: Instant,
 }
 
 impl TimerScheduler {
@@ -99,7 +129,32 @@ impl TimerScheduler {
             alarms: Alarms::default(),
             thread: OnceLock::new(),
             dirty: AtomicBool::new(false),
+            planned_ns: AtomicU64::new(0),
+            epoch: Instant::now(),
         })
+    }
+
+    /// rcl reset `timer` (it may be due earlier than before): wake the thread unless
+    /// its planned wake-up comes first anyway (within the timer's slack). Lock-free;
+    /// called from inside `rcl_timer_reset`, which has set the new deadline already.
+    pub(crate) fn rearmed(&self, timer: RclTimer, sim_time: bool, slack: Slack) {
+        self.dirty.store(true, Ordering::SeqCst);
+        if !sim_time {
+            if let TimerDue::In(ns) = timer.due() {
+                let late = (ns.max(0) + slack.ns()) as u64;
+                let due = self.since_epoch(Instant::now()) + late;
+                if due >= self.planned_ns.load(Ordering::SeqCst) {
+                    return;
+                }
+            }
+        }
+        if let Some(thread) = self.thread.get() {
+            thread.unpark();
+        }
+    }
+
+    fn since_epoch(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_nanos() as u64
     }
 
     /// Wake the thread to re-evaluate every timer. Cheap and lock-free: safe from rcl
@@ -147,6 +202,7 @@ impl TimerScheduler {
         timer: RclTimer,
         mailbox: MailboxSender,
         sim_time: Arc<AtomicBool>,
+        slack: Slack,
     ) {
         self.ensure_thread();
         self.state.lock().unwrap().timers.insert(
@@ -158,6 +214,7 @@ impl TimerScheduler {
                 ticked_for: None,
                 awaiting_worker: false,
                 sim_time,
+                slack_ns: slack.ns(),
             },
         );
         self.wake();
@@ -201,7 +258,8 @@ fn run(scheduler: Weak<TimerScheduler>) {
         let Some(this) = scheduler.upgrade() else {
             return;
         };
-        this.dirty.store(false, Ordering::Release);
+        this.planned_ns.store(0, Ordering::SeqCst);
+        this.dirty.store(false, Ordering::SeqCst);
         let timers_next = {
             let mut state = this.state.lock().unwrap();
             if state.stop {
@@ -216,6 +274,14 @@ fn run(scheduler: Weak<TimerScheduler>) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let planned = next.map_or(u64::MAX, |wait| {
+            this.since_epoch(Instant::now()) + wait.as_nanos() as u64
+        });
+        this.planned_ns.store(planned, Ordering::SeqCst);
+        // A reset that saw the previous plan (or 0) and did not wake us: look again.
+        if this.dirty.load(Ordering::SeqCst) {
+            continue;
+        }
         drop(this);
         match next {
             // Woken by `wake`, or when the earliest deadline is reached.
@@ -252,12 +318,13 @@ fn evaluate(state: &mut State) -> Option<Duration> {
                     // Look again when the next call is due, one period after this one
                     // (`ns` is how late this one is; see the module's protocol).
                     let period = timer.timer.period().unwrap_or(1_000_000);
-                    wake_in(Duration::from_nanos((period + ns).max(0) as u64));
+                    let next = period + ns + timer.slack_ns;
+                    wake_in(Duration::from_nanos(next.max(0) as u64));
                 }
             }
             TimerDue::In(ns) => {
                 if !sim_time {
-                    wake_in(Duration::from_nanos(ns as u64));
+                    wake_in(Duration::from_nanos((ns + timer.slack_ns) as u64));
                 }
             }
         }

@@ -29,7 +29,6 @@ mod linger;
 mod registration;
 mod stage_trace;
 
-use crate::ffi;
 use crate::runtime::{
     async_tasks::InlineScope,
     dedicated_thread,
@@ -44,10 +43,9 @@ use crate::runtime::{
 use crate::stats::worker_counters::WorkerCounters;
 use linger::LingerState;
 use rclrs::{
-    log_error, ActivityListenerCallback, Context, GuardCondition, RclPrimitiveKind, ReadyKind,
+    log_error, ActivityListenerCallback, Context, GuardCondition, RclPrimitiveKind,
     WeakActivityListener,
 };
-use stage_trace::ItemTrace;
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;

@@ -8,6 +8,7 @@ use crate::ffi::RclTimer;
 use crate::runtime::{
     entity::{Entity, TimerParts, TimerWatch},
     fallback_waiter::FallbackWaiter,
+    timer_scheduler::Slack,
     workers::Control,
 };
 use rclrs::{
@@ -117,6 +118,10 @@ impl WorkerTask {
             };
             (timer, primitive.timer_clock())
         };
+        let slack = match entity.kind {
+            RclPrimitiveKind::ActionServer => Slack::GOAL_EXPIRY,
+            _ => Slack::NONE,
+        };
         let scheduler = Arc::clone(&self.shared.timers);
         let sim_time = Arc::new(AtomicBool::new(
             clock
@@ -154,9 +159,15 @@ impl WorkerTask {
             });
         let reset = {
             let scheduler = Arc::clone(&scheduler);
+            let sim_time = Arc::clone(&sim_time);
             let waitable = entity.waitable.lock().unwrap();
             waitable.as_ref().and_then(|w| {
-                RclTimer::set_on_reset(w.primitive(), Box::new(move || scheduler.wake()))
+                RclTimer::set_on_reset(
+                    w.primitive(),
+                    Box::new(move || {
+                        scheduler.rearmed(timer, sim_time.load(Ordering::Acquire), slack)
+                    }),
+                )
             })
         };
         entity.set_timer_parts(TimerParts {
@@ -164,7 +175,7 @@ impl WorkerTask {
             reset,
             jump,
         });
-        scheduler.add(entity, timer, self.mailbox_tx.clone(), sim_time);
+        scheduler.add(entity, timer, self.mailbox_tx.clone(), sim_time, slack);
         true
     }
 
