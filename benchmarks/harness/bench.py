@@ -194,13 +194,18 @@ def run_xproc(node: Path, scenario: str, executor: str, seconds: float, warmup: 
     return received
 
 
+def _rounded(value: float) -> float:
+    """Two decimals, or three significant digits below 1 (idle CPU is a few 0.01 %)."""
+    return round(value, 2) if abs(value) >= 1 else float(f'{value:.3g}')
+
+
 def summarise(samples: list[dict]) -> tuple[dict, dict]:
     metrics, spread = {}, {}
     for key in METRICS:
         values = [s[key] for s in samples if s.get(key) is not None]
         if values:
-            metrics[key] = round(statistics.median(values), 2)
-            spread[key] = [round(min(values), 2), round(max(values), 2)]
+            metrics[key] = _rounded(statistics.median(values))
+            spread[key] = [_rounded(min(values)), _rounded(max(values))]
         else:
             metrics[key] = None
     # Histograms: the counts of every repetition added up.

@@ -11,6 +11,11 @@ from scenarios import EXECUTORS, SCENARIOS, headline
 ORDER = list(EXECUTORS)
 
 
+def _short(value: float) -> str:
+    """A console cell: one decimal, or three significant digits below 1."""
+    return f'{value:.1f}' if abs(value) >= 1 else f'{value:.3g}'
+
+
 def reference(runs: list[dict]) -> str:
     """rclcpp_events when it ran, else rclrs_basic."""
     ran = {r['executor'] for r in runs if r.get('metrics')}
@@ -46,14 +51,14 @@ def table(runs: list[dict]) -> str:
                 cells.append(f'{"absent":>{width}}')
             else:
                 ratio = f' ({value / ref_value:.2f}x)' if ref_value else ''
-                cells.append(f'{value:>{width - len(ratio)}.1f}{ratio}')
+                cells.append(f'{_short(value):>{width - len(ratio)}}{ratio}')
         lines.append(f'{scenario:<22} {metric:<20}' + ''.join(cells))
         extra = SCENARIOS[scenario].extra if scenario in SCENARIOS else None
         if extra:
             row = []
             for e in executors:
                 value = _value(by, scenario, e, extra)
-                row.append(f'{"":>{width}}' if value is None else f'{value:>{width}.1f}')
+                row.append(f'{"":>{width}}' if value is None else f'{_short(value):>{width}}')
             lines.append(f'{"":<22} {extra:<20}' + ''.join(row))
     absent = sorted({(r['executor'], r['absent']) for r in runs if r.get('absent')})
     if absent:
