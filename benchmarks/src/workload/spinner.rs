@@ -5,14 +5,20 @@
 //! [`Spinner::stop`] once the measurement is over. `raw_rcl` has no executor: its
 //! thread runs the raw take loop over the one Worker the capture runtime recorded, and
 //! `raw_push` has its thread drain that Worker on push callbacks.
+//!
+//! The spin has no timeout, yet rclrs 0.8's basic executor can end it with a lone
+//! `Timeout` error: seen in the action workload (about one run in twenty), where
+//! `rcl_wait` sleeps until the action server's goal-expiry timer and rcl_action
+//! re-arms that timer in the meantime. Such a spin is started again, so the run
+//! measures the executor instead of hanging its driver; any other error ends it.
 
 use super::Config;
 use crate::{raw_push, raw_rcl};
-use rclrs::{Context, CreateBasicExecutor, Executor, SpinOptions};
+use rclrs::{Context, CreateBasicExecutor, Executor, RclReturnCode, RclrsError, SpinOptions};
 use rclrs_tokio_executor::{CreateTokioExecutor, ExecutorStats, TokioExecutorOptions};
 use std::sync::{
     atomic::{AtomicBool, Ordering},
-    Arc,
+    Arc, Mutex,
 };
 use std::thread::JoinHandle;
 
@@ -74,7 +80,7 @@ impl Setup {
     /// Start spinning on a new thread.
     pub fn start(self) -> Result<Spinner, String> {
         let stop = Arc::new(AtomicBool::new(false));
-        let (stop_tx, stop_rx) = futures::channel::oneshot::channel::<()>();
+        let stop_tx: StopSender = Arc::default();
         let Setup {
             context,
             mut executor,
@@ -96,27 +102,50 @@ impl Setup {
                 Ok(executor)
             })
         } else {
-            std::thread::spawn(move || {
-                let errors = executor.spin(SpinOptions::default().until_promise_resolved(stop_rx));
+            let (stop, stop_tx) = (Arc::clone(&stop), Arc::clone(&stop_tx));
+            std::thread::spawn(move || loop {
+                // A fresh promise per spin, stored before the flag is read, so a
+                // `stop` either sees this sender or its flag is seen here. Earlier
+                // senders are kept: the basic executor still watches their promises,
+                // and one that is dropped ends every later spin at once.
+                let (tx, rx) = futures::channel::oneshot::channel::<()>();
+                stop_tx.lock().unwrap().push(tx);
+                if stop.load(Ordering::SeqCst) {
+                    return Ok(executor);
+                }
+                let errors = executor.spin(SpinOptions::default().until_promise_resolved(rx));
+                let only_timeouts = errors.iter().all(|e| {
+                    matches!(
+                        e,
+                        RclrsError::RclError {
+                            code: RclReturnCode::Timeout,
+                            ..
+                        }
+                    )
+                });
                 match errors.first() {
-                    Some(err) => Err(err.to_string()),
-                    None => Ok(executor),
+                    Some(err) if !only_timeouts => return Err(err.to_string()),
+                    _ if stop.load(Ordering::SeqCst) => return Ok(executor),
+                    _ => {}
                 }
             })
         };
         Ok(Spinner {
             stop,
-            stop_tx: Some(stop_tx),
+            stop_tx,
             thread: Some(thread),
             stats,
         })
     }
 }
 
+/// Ends the spin thread's spin (one sender per spin it started).
+type StopSender = Arc<Mutex<Vec<futures::channel::oneshot::Sender<()>>>>;
+
 /// An executor spinning on its own thread.
 pub struct Spinner {
     stop: Arc<AtomicBool>,
-    stop_tx: Option<futures::channel::oneshot::Sender<()>>,
+    stop_tx: StopSender,
     thread: Option<JoinHandle<Result<Executor, String>>>,
     stats: Option<ExecutorStats>,
 }
@@ -131,8 +160,8 @@ impl Spinner {
 
     /// Stop spinning and hand back the executor (drop it after the entities).
     pub fn stop(mut self) -> Result<Executor, String> {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(tx) = self.stop_tx.take() {
+        self.stop.store(true, Ordering::SeqCst);
+        for tx in self.stop_tx.lock().unwrap().drain(..) {
             let _ = tx.send(());
         }
         match self.thread.take().expect("stopped once").join() {
