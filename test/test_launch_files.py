@@ -256,3 +256,14 @@ def test_timer_sim_time_flags():
     assert '--rate-hz' not in flags
     _, _, [(_, flags)] = nodes_of(path)
     assert '--sim-speed' not in flags and flags['--rate-hz'] == '1000'
+
+
+def test_service_comparison_runs_the_action_workload_too():
+    require_launch()
+    path = LAUNCH_DIR / 'service_comparison_launch.py'
+    _, _, described = nodes_of(path, {'workload': 'action', 'executor': 'rclcpp_events'})
+    [(node, flags)] = described
+    assert node == CPP_BENCH
+    assert flags['--workload'] == 'action' and '--payload' not in flags
+    with pytest.raises(RuntimeError, match='workload:=sideways'):
+        perform(path, {'workload': 'sideways'})

@@ -20,6 +20,8 @@ CASES = {
     'xproc_comparison': ['executor:=rclrs_tokio', 'rate_hz:=1000', 'end_with_subscriber:=false',
                          *SHORT],
     'service_comparison': ['executor:=rclrs_tokio', *SHORT],
+    # The same launch file with the action workload (the case's name after the colon).
+    'service_comparison:action': ['executor:=rclrs_tokio', 'workload:=action', *SHORT],
     'scaling_comparison': ['executor:=rclrs_tokio', 'subscriptions:=10', *SHORT],
     'workers_parallel': ['executor:=rclrs_tokio', 'workers:=2', *SHORT],
     'timer_comparison': ['executor:=rclrs_tokio', 'seconds:=0.5'],
@@ -30,7 +32,8 @@ def launch_test(comparison: str, arguments: list[str]) -> subprocess.CompletedPr
     if importlib.util.find_spec('launch_testing') is None or shutil.which('launch_test') is None:
         pytest.skip('launch_testing is not installed (no registry carries it; build launch, '
                     'launch_ros and launch_testing from source to run these)')
-    return subprocess.run(['launch_test', str(TEST_FILE), f'comparison:={comparison}_launch.py',
+    launch_file = comparison.split(':')[0] + '_launch.py'
+    return subprocess.run(['launch_test', str(TEST_FILE), f'comparison:={launch_file}',
                            *arguments], capture_output=True, text=True, timeout=180)
 
 

@@ -49,6 +49,18 @@ fn spin_for(executor: &mut Executor, duration: Duration) {
     );
 }
 
+/// Spin in short slices until `condition` holds; fail after PATIENCE.
+fn spin_until(executor: &mut Executor, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for {what}"
+        );
+        spin_for(executor, Duration::from_millis(20));
+    }
+}
+
 /// A node with a client of `name` that has seen its server.
 fn ready_client(executor: &mut Executor, node: &Node, name: &str) -> ActionClient<Fibonacci> {
     let client = node.create_action_client::<Fibonacci>(name).unwrap();
@@ -343,10 +355,18 @@ fn a_server_dropped_mid_goal_leaves_its_client_and_a_new_server_working(make: Ma
     let _ = finish_tx.send(());
     spin_for(&mut executor, Duration::from_millis(200));
     drop(goal);
-    // A new server under the same name serves the same client.
+    // With its last goal gone the old server is finalized, and the client sees it go.
+    spin_until(&mut executor, "the dropped server to disappear", || {
+        !client.server_is_available().unwrap()
+    });
+    // A new server under the same name serves the same client (once discovered: a goal
+    // sent before that would be lost, on any executor).
     let (unused_tx, _) = oneshot::channel::<()>();
     let (_, unused_rx) = oneshot::channel::<()>();
     let _server = finish_on_signal(&server_node, &name, unused_tx, unused_rx);
+    spin_until(&mut executor, "the new server to appear", || {
+        client.server_is_available().unwrap()
+    });
     let requested = client.request_goal(Fibonacci_Goal { order: 5 });
     let result = run_to_end(&mut executor, async move {
         requested
