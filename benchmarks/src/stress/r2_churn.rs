@@ -1,6 +1,8 @@
-//! R2, entity churn while spinning: subscriptions, services, clients and timers are
-//! created and dropped (on the node and on Workers) while the executor spins on
-//! another thread and a stream and service calls keep them busy. Every hundredth
+//! R2, entity churn while spinning: subscriptions, services, clients, timers, and
+//! action servers with a client and a goal in flight, are created and dropped (on the
+//! node and on Workers) while the executor spins on another thread and a stream,
+//! service calls and goals keep them busy (finished goals expire after 5 ms, so goal
+//! expiry runs and re-arms throughout). Every hundredth
 //! round adds the hard cases: an entity dropped from inside its own callback, one
 //! dropped from another thread while its callback runs, and a Worker dropped while
 //! its callbacks are queued. Passing means finishing: no crash, no hang, no panic.
@@ -10,6 +12,7 @@
 
 use super::common::{paced_publisher, unique, BoxError, CaseResult, ExecutorKind, Scale};
 use rclrs::*;
+use ros_env::rclrs_tokio_msgs::action::{BenchCount, BenchCount_Goal, BenchCount_Result};
 use ros_env::std_msgs::msg::UInt64;
 use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
 use std::any::Any;
@@ -36,6 +39,11 @@ struct Churn {
     topic: String,
     publisher: Publisher<UInt64>,
     callbacks: Arc<AtomicU64>,
+    /// Goals that reached a server's goal callback.
+    goals: Arc<AtomicU64>,
+    /// The last action client made: it has had time to discover servers when the next
+    /// action round sends a goal with it.
+    action_client: Option<ActionClient<BenchCount>>,
     alive: VecDeque<Box<dyn Any + Send>>,
     created: u64,
 }
@@ -61,7 +69,7 @@ impl Churn {
         let count = self.counter();
         let service = format!("{}_srv_{}", self.topic, round % 8);
         let on_worker = (round / 4) % 2 == 1;
-        let entity: Box<dyn Any + Send> = match (round % 4, on_worker) {
+        let entity: Box<dyn Any + Send> = match (round % 5, on_worker) {
             (0, false) => Box::new(
                 self.node
                     .create_subscription(self.topic.as_str(), move |_: UInt64| count())?,
@@ -102,6 +110,30 @@ impl Churn {
                     move |_: SetBool_Response| count(),
                 );
                 Box::new(client)
+            }
+            (4, _) => {
+                let name = format!("{}_action_{}", self.topic, round % 8);
+                let goals = Arc::clone(&self.goals);
+                let server =
+                    self.node.create_action_server::<BenchCount, _>(
+                        name.as_str()
+                            .goal_expiration_timeout(Duration::from_millis(5)),
+                        move |requested: RequestedGoal<BenchCount>| {
+                            count();
+                            goals.fetch_add(1, Ordering::Relaxed);
+                            let target = requested.goal().target;
+                            let executing = requested.accept().execute();
+                            async move {
+                                executing.succeeded_with(BenchCount_Result { reached: target })
+                            }
+                        },
+                    )?;
+                let client = self
+                    .node
+                    .create_action_client::<BenchCount>(name.as_str())?;
+                let earlier = self.action_client.replace(client.clone());
+                let goal = earlier.map(|c| c.request_goal(BenchCount_Goal { target: 1 }));
+                Box::new((goal, client, server))
             }
             (_, false) => Box::new(
                 self.node
@@ -226,6 +258,8 @@ pub fn run(
         topic,
         publisher,
         callbacks: Arc::default(),
+        goals: Arc::default(),
+        action_client: None,
         alive: VecDeque::new(),
         created: 0,
     };
@@ -248,6 +282,7 @@ pub fn run(
         }
     }
     churn.alive.clear();
+    churn.action_client = None;
     stop.store(true, Ordering::Relaxed);
     let _ = publishing.join();
     // Let the last drops and calls settle while still spinning.
@@ -261,6 +296,7 @@ pub fn run(
     result.figure("hard_rounds", hard_rounds);
     result.figure("dropped_while_callback_ran", caught_running);
     result.figure("callbacks", churn.callbacks.load(Ordering::Relaxed));
+    result.figure("goals", churn.goals.load(Ordering::Relaxed));
     result.check(failed.is_none(), || failed.clone().unwrap_or_default());
     match spun {
         Ok((_executor, errors)) => result.check(errors.is_empty(), || {
