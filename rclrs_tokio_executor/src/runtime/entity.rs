@@ -245,7 +245,7 @@ impl Entity {
 
     /// Give back arrivals a drain did not get to (its budget ran out) and re-queue.
     pub(crate) fn unclaim(self: &Arc<Self>, left: &Claims, mailbox: &impl EntityQueue) {
-        for (part, &count) in left.iter().enumerate() {
+        for (part, &count) in left.iter().enumerate().filter(|(_, &count)| count > 0) {
             Arc::clone(self).notify(part, count, mailbox);
         }
     }
