@@ -63,6 +63,13 @@ impl WorkerChannel for TokioWorkerChannel {
         self.mailbox.send(MailItem::Payload(f));
     }
 
+    /// The send above wakes the Worker task, so rclrs need not also trigger the
+    /// Worker's guard condition (patch 0013): that would queue a second item, and often
+    /// wake the Worker's thread a second time, for every `Worker::run`.
+    fn payload_task_wakes_worker(&self) -> bool {
+        true
+    }
+
     fn add_activity_listener(&self, listener: WeakActivityListener) {
         let _ = self.control.send(Control::Listen(listener));
     }
