@@ -33,6 +33,15 @@ impl CaptureRuntime {
         Some(captured.waitables.remove(index))
     }
 
+    /// Drop everything captured. The async tasks rclrs hands over hold its nodes, whose
+    /// Worker channels hold this capture: without this the context, and its DDS
+    /// participant with its threads, would live until the process exits.
+    pub fn clear(&self) {
+        let mut captured = self.captured.lock().unwrap();
+        captured.waitables.clear();
+        captured.tasks.clear();
+    }
+
     /// Poll every captured async task once; keep those still pending.
     pub fn run_tasks(&self) {
         let tasks: Vec<_> = std::mem::take(&mut self.captured.lock().unwrap().tasks);
