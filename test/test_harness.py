@@ -152,10 +152,11 @@ def test_what_is_queued_when_the_window_closes_is_accounted_for():
 
 def test_fanout_rows_apply_where_the_workload_exists():
     # One fan-out subscription: only the Rust executors have FanoutSubscription.
-    for executor in ['rclrs_tokio', 'rclrs_basic']:
-        assert applicable('fanout_shared', executor)
-    for executor in ['raw_rcl', 'raw_push', 'rclcpp_events', 'rclcpp_events_ipc']:
-        assert not applicable('fanout_shared', executor), executor
+    for scenario in ['fanout_shared', 'fanout_shared_on_worker_1kHz']:
+        for executor in ['rclrs_tokio', 'rclrs_basic']:
+            assert applicable(scenario, executor)
+        for executor in ['raw_rcl', 'raw_push', 'rclcpp_events', 'rclcpp_events_ipc']:
+            assert not applicable(scenario, executor), (scenario, executor)
     # Every executor has the 8-subscription rows at both sizes and at 1 kHz.
     for scenario in ['fanout', 'fanout_64KB', 'fanout_1kHz']:
         for executor in ['rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'raw_push', 'rclcpp_single',
@@ -165,3 +166,16 @@ def test_fanout_rows_apply_where_the_workload_exists():
     # rclcpp's intra-process communication is a row of the in-process fan-out only.
     for scenario in ['throughput_0B', 'fanout_xproc', 'latency_1kHz', 'timer_1kHz']:
         assert not applicable(scenario, 'rclcpp_events_ipc'), scenario
+
+
+def test_a_shared_fanout_row_is_compared_with_the_eight_subscription_row():
+    from report import fanout_comparison
+    runs = [
+        {'scenario': 'fanout_shared_on_worker_1kHz', 'executor': 'rclrs_tokio',
+         'metrics': {'cpu_executor_pct': 0.5}},
+        {'scenario': 'fanout_1kHz', 'executor': 'rclcpp_events',
+         'metrics': {'cpu_executor_pct': 1.5}},
+    ]
+    lines = fanout_comparison(runs)
+    row = next(line for line in lines if 'fanout_1kHz rclcpp_events' in line)
+    assert row.endswith('| 3.00x |'), row

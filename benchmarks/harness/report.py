@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import re
 from pathlib import Path
 
 from scenarios import EXECUTORS, SCENARIOS, headline
@@ -164,7 +165,7 @@ def fanout_comparison(runs: list[dict]) -> list[str]:
     for r in shared:
         metric, higher = headline(r['scenario'])
         value = r['metrics'].get(metric)
-        plain = r['scenario'].replace('fanout_shared', 'fanout')
+        plain = re.sub(r'^fanout_shared(_on_worker)?', 'fanout', r['scenario'])
         for other in dict.fromkeys([r['executor'], 'rclcpp_events', 'rclcpp_events_ipc']):
             theirs = _value(by, plain, other, metric)
             if value is None or not theirs:

@@ -69,7 +69,9 @@ SCENARIOS['latency_1kHz_contended'] = Scenario(
 # Fan-out: one publisher, 8 callbacks over 2 Workers (rclcpp: 2 MutuallyExclusive
 # callback groups). `fanout*` has 8 subscriptions; `fanout_shared*` has one fan-out
 # subscription (`FanoutSubscription`, each message taken once) with 8 callbacks, for the
-# Rust executors that have it. `rclcpp_events_ipc` runs the in-process `fanout*` rows with
+# Rust executors that have it; `fanout_shared_on_worker*` creates that fan-out on the
+# first Worker, which takes and runs its own 4 callbacks in the take (no hub Worker).
+# `rclcpp_events_ipc` runs the in-process `fanout*` rows with
 # rclcpp's intra-process communication on.
 _FANOUT_SHAPE = ('--subscriptions', '8', '--workers', '2', '--callback', 'worker')
 _FANOUTS = {
@@ -88,10 +90,17 @@ for _name, (_args, _metric, _higher, _extra) in _FANOUTS.items():
     SCENARIOS[_name] = Scenario('message', (*_args, *_FANOUT_SHAPE), _metric, _higher, _extra)
     SCENARIOS[_shared] = Scenario('message', (*_args, *_FANOUT_SHAPE, '--shared-subscription'),
                                   _metric, _higher, _extra, not_for=_NO_FANOUT_SUBSCRIPTION)
+    SCENARIOS[_name.replace('fanout', 'fanout_shared_on_worker')] = Scenario(
+        'message', (*_args, *_FANOUT_SHAPE, '--shared-subscription', '--fanout-on-worker'),
+        _metric, _higher, _extra, not_for=_NO_FANOUT_SUBSCRIPTION)
 SCENARIOS['fanout_xproc'] = Scenario('xproc', (*_FANOUTS['fanout'][0], *_FANOUT_SHAPE),
                                      'received_per_s', True, 'drop_pct')
 SCENARIOS['fanout_shared_xproc'] = Scenario(
     'xproc', (*_FANOUTS['fanout'][0], *_FANOUT_SHAPE, '--shared-subscription'),
+    'received_per_s', True, 'drop_pct', not_for=_NO_FANOUT_SUBSCRIPTION)
+SCENARIOS['fanout_shared_on_worker_xproc'] = Scenario(
+    'xproc', (*_FANOUTS['fanout'][0], *_FANOUT_SHAPE, '--shared-subscription',
+              '--fanout-on-worker'),
     'received_per_s', True, 'drop_pct', not_for=_NO_FANOUT_SUBSCRIPTION)
 for _n in (1, 10, 100, 1000):
     SCENARIOS[f'scaling_{_n}'] = Scenario(

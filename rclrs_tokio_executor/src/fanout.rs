@@ -15,12 +15,15 @@ mod worker_group;
 
 pub use callback_fn::{IntoNodeFanoutCallback, IntoWorkerFanoutCallback};
 
-use rclrs::{Node, QoSHistoryPolicy, RclrsError, SubscriptionOptions, Worker, WorkerSubscription};
+use callback_fn::BoxedNodeFanoutCallback;
+use rclrs::{Node, QoSHistoryPolicy, RclrsError, SubscriptionOptions, Worker};
 use router::Router;
+use std::any::Any;
 use std::sync::{atomic::Ordering, Arc, OnceLock};
 use worker_group::{GroupSink, TapCounts};
 
-/// Create [`FanoutSubscription`]s on a node.
+/// Create [`FanoutSubscription`]s on a node (taken by a hub Worker of their own) or on
+/// a Worker (taken by that Worker, which runs its own callbacks of the fan-out inline).
 pub trait CreateFanoutSubscription {
     /// A fan-out subscription to `options` (a topic and its QoS, as for
     /// `Node::create_subscription`), with no callback yet: add them with
@@ -35,8 +38,20 @@ pub trait CreateFanoutSubscription {
 /// The payload of the hub Worker that takes the messages.
 struct FanoutHub;
 
-/// The payload of the Worker that runs a fan-out's node-level callbacks.
+/// The payload of the Worker that runs a node's fan-out's node-level callbacks.
 struct NodeCallbacks;
+
+/// The router of a fan-out to `options`: each Worker group's queue is as long as the
+/// subscription's history depth.
+fn router_for<T: Send + Sync + 'static>(options: &SubscriptionOptions<'_>) -> Arc<Router<T>> {
+    let capacity = match options.qos.history {
+        QoSHistoryPolicy::KeepLast { depth } | QoSHistoryPolicy::SystemDefault { depth } => {
+            (depth as usize).max(1)
+        }
+        QoSHistoryPolicy::KeepAll => usize::MAX,
+    };
+    Arc::new(Router::new(options.topic, capacity))
+}
 
 impl CreateFanoutSubscription for Node {
     fn create_fanout_subscription<'a, T: rclrs::MessageIDL>(
@@ -44,40 +59,100 @@ impl CreateFanoutSubscription for Node {
         options: impl Into<SubscriptionOptions<'a>>,
     ) -> Result<FanoutSubscription<T>, RclrsError> {
         let options = options.into();
-        let capacity = match options.qos.history {
-            QoSHistoryPolicy::KeepLast { depth } | QoSHistoryPolicy::SystemDefault { depth } => {
-                (depth as usize).max(1)
-            }
-            QoSHistoryPolicy::KeepAll => usize::MAX,
-        };
-        let router = Arc::new(Router::new(options.topic, capacity));
+        let router = router_for(&options);
+        let taking = Arc::clone(&router);
         let hub = self.create_worker(FanoutHub);
-        let subscription = {
-            let router = Arc::clone(&router);
-            hub.create_subscription(options, move |_: &mut FanoutHub, message: T| {
-                router.deliver(message)
-            })?
+        let subscription = hub.create_subscription(options, move |_: &mut FanoutHub, m: T| {
+            taking.deliver(m, |_| ())
+        })?;
+        let node_callbacks = NodeHost {
+            node: Arc::clone(self),
+            worker: OnceLock::new(),
         };
-        Ok(FanoutSubscription {
-            shared: Arc::new(Shared {
-                _subscription: subscription,
-                _hub: hub,
-                router,
-                node: Arc::clone(self),
-                node_worker: OnceLock::new(),
-            }),
-        })
+        Ok(FanoutSubscription::new(
+            Box::new((subscription, hub)),
+            router,
+            Box::new(node_callbacks),
+        ))
     }
+}
+
+impl<P: 'static + Send + Sync> CreateFanoutSubscription for Worker<P> {
+    /// The fan-out takes on this Worker. Its callbacks on this Worker (and its
+    /// node-level ones) run in the take itself, with no queue and no wake-up, once the
+    /// message has been offered to the other Workers; while they run, nothing more is
+    /// taken, so keep slow callbacks on other Workers.
+    fn create_fanout_subscription<'a, T: rclrs::MessageIDL>(
+        &self,
+        options: impl Into<SubscriptionOptions<'a>>,
+    ) -> Result<FanoutSubscription<T>, RclrsError> {
+        let options = options.into();
+        let router = router_for(&options);
+        let (taking, own) = (Arc::clone(&router), router.inline_group(self));
+        let subscription = self.create_subscription(options, move |payload: &mut P, m: T| {
+            taking.deliver(m, |m| own.deliver_inline(payload, m))
+        })?;
+        // Node-level callbacks run on this Worker, inline like its own.
+        let node_callbacks = Arc::clone(self);
+        Ok(FanoutSubscription::new(
+            Box::new(subscription),
+            router,
+            Box::new(node_callbacks),
+        ))
+    }
+}
+
+/// Where a fan-out's node-level callbacks run: a Worker of the fan-out's own, made on
+/// first use, for a node's fan-out; the taking Worker for a Worker's.
+trait NodeCallbackHost<T: rclrs::MessageIDL>: Send + Sync {
+    fn add(
+        &self,
+        fanout: &FanoutSubscription<T>,
+        callback: BoxedNodeFanoutCallback<T>,
+    ) -> FanoutCallback<T>;
+}
+
+struct NodeHost {
+    node: Node,
+    worker: OnceLock<Worker<NodeCallbacks>>,
+}
+
+impl<T: rclrs::MessageIDL> NodeCallbackHost<T> for NodeHost {
+    fn add(
+        &self,
+        fanout: &FanoutSubscription<T>,
+        callback: BoxedNodeFanoutCallback<T>,
+    ) -> FanoutCallback<T> {
+        let worker = self
+            .worker
+            .get_or_init(|| self.node.create_worker(NodeCallbacks));
+        fanout.add_boxed(worker, on_any_payload(callback))
+    }
+}
+
+impl<T: rclrs::MessageIDL, P: 'static + Send + Sync> NodeCallbackHost<T> for Worker<P> {
+    fn add(
+        &self,
+        fanout: &FanoutSubscription<T>,
+        callback: BoxedNodeFanoutCallback<T>,
+    ) -> FanoutCallback<T> {
+        fanout.add_boxed(self, on_any_payload(callback))
+    }
+}
+
+fn on_any_payload<T: 'static, P>(
+    mut callback: BoxedNodeFanoutCallback<T>,
+) -> callback_fn::BoxedFanoutCallback<T, P> {
+    Box::new(move |_: &mut P, message: &Arc<T>| callback(message))
 }
 
 /// What a fan-out subscription and all its callbacks share.
 struct Shared<T: rclrs::MessageIDL> {
-    // Fields drop in order: the subscription first, so nothing is taken any more.
-    _subscription: WorkerSubscription<T, FanoutHub>,
-    _hub: Worker<FanoutHub>,
+    // Fields drop in order: the rcl subscription first (with the hub Worker, for a
+    // node's fan-out), so nothing is taken any more.
+    _taking: Box<dyn Any + Send + Sync>,
     router: Arc<Router<T>>,
-    node: Node,
-    node_worker: OnceLock<Worker<NodeCallbacks>>,
+    node_callbacks: Box<dyn NodeCallbackHost<T>>,
 }
 
 /// One rcl subscription feeding any number of callbacks on any Workers.
@@ -120,6 +195,12 @@ struct Shared<T: rclrs::MessageIDL> {
 /// - **Taken once.** The rcl subscription is served by a Worker of its own (the hub),
 ///   whose callback moves each message into an `Arc` and offers it to every Worker that
 ///   has callbacks. Nothing is copied per callback.
+/// - **Taken on a Worker.** Created with `worker.create_fanout_subscription(..)`, the
+///   fan-out takes on that Worker instead of a hub, and runs that Worker's callbacks
+///   (and the node-level ones) in the take, after offering the message to the other
+///   Workers: no queue and no wake-up for them, which saves a thread wake-up per message
+///   at low rates. While they run nothing more is taken, so they must be short; the
+///   other Workers keep the guarantees below.
 /// - **Per Worker, as any callback.** A Worker runs its fan-out callbacks one at a time,
 ///   in arrival order, and for one message in the order the callbacks were added; only
 ///   while the executor spins; mutually exclusive with the Worker's other callbacks,
@@ -159,6 +240,20 @@ impl<T: rclrs::MessageIDL> Clone for FanoutSubscription<T> {
 }
 
 impl<T: rclrs::MessageIDL> FanoutSubscription<T> {
+    fn new(
+        taking: Box<dyn Any + Send + Sync>,
+        router: Arc<Router<T>>,
+        node_callbacks: Box<dyn NodeCallbackHost<T>>,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                _taking: taking,
+                router,
+                node_callbacks,
+            }),
+        }
+    }
+
     /// Call `callback` on `worker` with every message from now on. The callback gets the
     /// Worker's payload and the message, as `Arc<T>` or `&T`.
     ///
@@ -174,18 +269,17 @@ impl<T: rclrs::MessageIDL> FanoutSubscription<T> {
         self.add_boxed(worker, callback.into_fanout_callback())
     }
 
-    /// Call `callback` with every message from now on, on a Worker of this fan-out
-    /// that serves its node-level callbacks (one at a time, in arrival order). The
-    /// callback gets the message as `Arc<T>` or `&T`.
+    /// Call `callback` with every message from now on, one at a time, in arrival
+    /// order: on a Worker of this fan-out that serves its node-level callbacks, or, for
+    /// a fan-out created on a Worker, on that Worker. The callback gets the message as
+    /// `Arc<T>` or `&T`.
     pub fn add_node_callback<Args>(
         &self,
         callback: impl IntoNodeFanoutCallback<T, Args>,
     ) -> FanoutCallback<T> {
-        let worker = self
-            .shared
-            .node_worker
-            .get_or_init(|| self.shared.node.create_worker(NodeCallbacks));
-        self.add_boxed(worker, callback.into_fanout_callback())
+        self.shared
+            .node_callbacks
+            .add(self, callback.into_node_fanout_callback())
     }
 
     fn add_boxed<P: 'static + Send + Sync>(

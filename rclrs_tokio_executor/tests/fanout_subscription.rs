@@ -15,7 +15,7 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-use support::{publish_to, unique};
+use support::{publish_to, run_to_end, unique};
 
 type MakeExecutor = fn(&Context) -> Executor;
 
@@ -77,6 +77,19 @@ fn fixture_publisher(node: &Node, topic: &str) -> Publisher<Int32> {
 /// What one callback saw: the data, and the address of each shared message.
 type Seen = Arc<Mutex<Vec<(i32, usize)>>>;
 
+/// Every log holds `expected`, in order, and the same allocation for each message as the
+/// first log: nothing was copied per callback.
+fn assert_every_log_saw_the_same_messages(seen: &[Seen], expected: &[i32]) {
+    let first: Vec<usize> = seen[0].lock().unwrap().iter().map(|s| s.1).collect();
+    for (i, log) in seen.iter().enumerate() {
+        let log = log.lock().unwrap();
+        let data: Vec<i32> = log.iter().map(|s| s.0).collect();
+        assert_eq!(data, expected, "callback {i} saw messages out of order");
+        let addresses: Vec<usize> = log.iter().map(|s| s.1).collect();
+        assert_eq!(addresses, first, "callback {i} got a different copy");
+    }
+}
+
 fn every_callback_sees_every_message_once_taken_in_order(make: MakeExecutor) {
     const MESSAGES: i32 = 300;
     let Fixture {
@@ -119,15 +132,7 @@ fn every_callback_sees_every_message_once_taken_in_order(make: MakeExecutor) {
     assert_eq!(fanout.taken(), MESSAGES as u64);
 
     let expected: Vec<i32> = (0..MESSAGES).collect();
-    let first: Vec<usize> = seen[0].lock().unwrap().iter().map(|s| s.1).collect();
-    for (i, log) in seen.iter().enumerate() {
-        let log = log.lock().unwrap();
-        let data: Vec<i32> = log.iter().map(|s| s.0).collect();
-        assert_eq!(data, expected, "callback {i} saw messages out of order");
-        // The same allocation reached every callback: nothing was copied.
-        let addresses: Vec<usize> = log.iter().map(|s| s.1).collect();
-        assert_eq!(addresses, first, "callback {i} got a different copy");
-    }
+    assert_every_log_saw_the_same_messages(&seen, &expected);
     assert_eq!(*node_log.lock().unwrap(), expected);
     for handle in handles.iter().chain([&node_handle]) {
         assert_eq!(handle.delivered(), MESSAGES as u64);
@@ -428,6 +433,145 @@ fn a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others(make: MakeEx
     assert!(slow.dropped() > 0);
 }
 
+/// A fan-out created on a Worker takes there and calls that Worker's callbacks (and the
+/// node-level ones) in the take; the other Worker's are queued as for a node's fan-out.
+fn a_fanout_taken_on_a_worker_calls_its_callbacks_there_and_queues_the_others(make: MakeExecutor) {
+    const MESSAGES: i32 = 300;
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("fanout_on_worker").as_str())
+        .unwrap();
+    let topic = unique("fanout_on_worker_topic");
+    let workers: Vec<Worker<Vec<i32>>> = (0..2).map(|_| node.create_worker(Vec::new())).collect();
+    let fanout = workers[0]
+        .create_fanout_subscription::<Int32>(topic.as_str().keep_last(1000).reliable())
+        .unwrap();
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut handles: Vec<FanoutCallback<Int32>> = Vec::new();
+    for i in 0..6 {
+        let log: Seen = Arc::default();
+        seen.push(Arc::clone(&log));
+        handles.push(fanout.add_callback(
+            &workers[i % 2],
+            move |mine: &mut Vec<i32>, m: Arc<Int32>| {
+                mine.push(m.data);
+                log.lock().unwrap().push((m.data, Arc::as_ptr(&m) as usize));
+            },
+        ));
+    }
+    let node_log: Seen = Arc::default();
+    handles.push({
+        let node_log = Arc::clone(&node_log);
+        fanout.add_node_callback(move |m: Arc<Int32>| {
+            node_log
+                .lock()
+                .unwrap()
+                .push((m.data, Arc::as_ptr(&m) as usize))
+        })
+    });
+    seen.push(node_log);
+    drop(fanout);
+
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, MESSAGES);
+    spin_until(&mut executor, || {
+        seen.iter()
+            .all(|s| s.lock().unwrap().len() == MESSAGES as usize)
+    });
+    assert_eq!(publisher.get_subscription_count().unwrap(), 1);
+    assert_every_log_saw_the_same_messages(&seen, &(0..MESSAGES).collect::<Vec<_>>());
+    for handle in &handles {
+        assert_eq!(handle.delivered(), MESSAGES as u64);
+        assert_eq!((handle.dropped(), handle.panics()), (0, 0));
+    }
+    // Each Worker's payload saw its three callbacks per message, in the order they were
+    // added: the callbacks ran on their own Worker, with its payload.
+    for worker in &workers {
+        let per_worker = worker.run(|mine: &mut Vec<i32>| std::mem::take(mine));
+        let mine = run_to_end(&mut executor, per_worker).unwrap();
+        let expected: Vec<i32> = (0..MESSAGES).flat_map(|d| [d, d, d]).collect();
+        assert_eq!(mine, expected);
+    }
+}
+
+/// On the taking Worker, a callback that drops its own handle, the last one of its
+/// fan-out, from inside the take, drops the rcl subscription it is being called from.
+fn the_last_callback_dropped_inside_the_take_drops_a_worker_fanout(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("fanout_on_worker_drop").as_str())
+        .unwrap();
+    let topic = unique("fanout_on_worker_drop_topic");
+    let workers: Vec<Worker<()>> = (0..2).map(|_| node.create_worker(())).collect();
+    let fanout = workers[0]
+        .create_fanout_subscription::<Int32>(topic.as_str().keep_last(1000).reliable())
+        .unwrap();
+    let own: Arc<Mutex<Option<FanoutCallback<Int32>>>> = Arc::default();
+    let own_count = Arc::new(AtomicUsize::new(0));
+    *own.lock().unwrap() = Some({
+        let (own, own_count) = (Arc::clone(&own), Arc::clone(&own_count));
+        fanout.add_callback(&workers[0], move |_: &mut (), _: &Int32| {
+            if own_count.fetch_add(1, Ordering::SeqCst) + 1 == 10 {
+                drop(own.lock().unwrap().take());
+            }
+        })
+    });
+    let other_count = Arc::new(AtomicUsize::new(0));
+    let other = {
+        let other_count = Arc::clone(&other_count);
+        fanout.add_callback(&workers[1], move |_: &mut (), _: &Int32| {
+            other_count.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    drop(fanout);
+
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, 50);
+    spin_until(&mut executor, || other_count.load(Ordering::SeqCst) == 50);
+    assert_eq!(
+        own_count.load(Ordering::SeqCst),
+        10,
+        "called after its drop"
+    );
+    // The other Worker's callback keeps the subscription; dropping it drops that too.
+    assert_eq!(publisher.get_subscription_count().unwrap(), 1);
+    drop(other);
+    spin_until(&mut executor, || {
+        publisher.get_subscription_count().unwrap() == 0
+    });
+
+    // Now the callback on the taking Worker holds the last handle when it drops it.
+    let fanout = workers[0]
+        .create_fanout_subscription::<Int32>(topic.as_str().keep_last(1000).reliable())
+        .unwrap();
+    let last_count = Arc::new(AtomicUsize::new(0));
+    *own.lock().unwrap() = Some({
+        let (own, last_count) = (Arc::clone(&own), Arc::clone(&last_count));
+        fanout.add_callback(&workers[0], move |_: &mut (), _: &Int32| {
+            if last_count.fetch_add(1, Ordering::SeqCst) + 1 == 5 {
+                drop(own.lock().unwrap().take());
+            }
+        })
+    });
+    drop(fanout);
+    spin_until(&mut executor, || {
+        publisher.get_subscription_count().unwrap() == 1
+    });
+    for data in 0..20 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    spin_until(&mut executor, || {
+        own.lock().unwrap().is_none() && publisher.get_subscription_count().unwrap() == 0
+    });
+    assert_eq!(
+        last_count.load(Ordering::SeqCst),
+        5,
+        "called after its drop"
+    );
+}
+
 macro_rules! suite {
     ($module:ident, $make:expr, [$($extra:ident),*]) => {
         mod $module {
@@ -449,6 +593,14 @@ macro_rules! suite {
             #[test]
             fn callbacks_added_and_dropped_from_another_thread_under_a_stream() {
                 super::callbacks_added_and_dropped_from_another_thread_under_a_stream(MAKE)
+            }
+            #[test]
+            fn a_fanout_taken_on_a_worker_calls_its_callbacks_there_and_queues_the_others() {
+                super::a_fanout_taken_on_a_worker_calls_its_callbacks_there_and_queues_the_others(MAKE)
+            }
+            #[test]
+            fn the_last_callback_dropped_inside_the_take_drops_a_worker_fanout() {
+                super::the_last_callback_dropped_inside_the_take_drops_a_worker_fanout(MAKE)
             }
             #[test]
             fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription() {

@@ -175,6 +175,11 @@ pub struct BenchArgs {
     /// subscriptions: each message is taken once (rclrs_tokio and rclrs_basic).
     #[arg(long = "shared-subscription")]
     pub shared_subscription: bool,
+    /// With `--shared-subscription`: create the fan-out on the first Worker
+    /// (`Worker::create_fanout_subscription`), which then takes and runs its own
+    /// callbacks in the take, instead of on the node (a hub Worker of its own).
+    #[arg(long = "fanout-on-worker")]
+    pub fanout_on_worker: bool,
 }
 
 impl ExecutorName {
@@ -234,6 +239,8 @@ pub struct Config {
     pub linger: Duration,
     /// `--shared-subscription`.
     pub shared_subscription: bool,
+    /// `--fanout-on-worker`.
+    pub fanout_on_worker: bool,
 }
 
 impl Config {
@@ -275,6 +282,13 @@ impl Config {
         if args.shared_subscription && workload != Workload::Stream {
             return Err("--shared-subscription: only the stream workload has one".into());
         }
+        if args.fanout_on_worker
+            && (!args.shared_subscription || args.callback != CallbackLevel::Worker)
+        {
+            return Err(
+                "--fanout-on-worker: needs --shared-subscription and --callback worker".into(),
+            );
+        }
         if args.linger_us > 0 && args.executor != ExecutorName::RclrsTokio {
             return Err("--linger-us: only rclrs_tokio lingers".into());
         }
@@ -313,6 +327,7 @@ impl Config {
             dedicated,
             linger: Duration::from_micros(args.linger_us),
             shared_subscription: args.shared_subscription,
+            fanout_on_worker: args.fanout_on_worker,
         })
     }
 

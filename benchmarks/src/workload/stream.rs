@@ -77,9 +77,18 @@ fn subscribe_shared(
     topic: &str,
     stats: &Arc<Stats>,
 ) -> Result<Vec<Box<dyn Any>>, rclrs::RclrsError> {
-    let fanout = node.create_fanout_subscription::<BenchMessage>(config.qos(topic))?;
+    let on_node = config.node_callback && config.workers == 1;
+    let workers: Vec<_> = (0..if on_node { 0 } else { config.workers.max(1) })
+        .map(|_| node.create_worker::<()>(()))
+        .collect();
+    let fanout = match workers.first() {
+        Some(worker) if config.fanout_on_worker => {
+            worker.create_fanout_subscription::<BenchMessage>(config.qos(topic))?
+        }
+        _ => node.create_fanout_subscription::<BenchMessage>(config.qos(topic))?,
+    };
     let mut handles: Vec<Box<dyn Any>> = vec![Box::new(fanout.clone())];
-    if config.node_callback && config.workers == 1 {
+    if on_node {
         for _ in 0..config.subscriptions {
             let stats = Arc::clone(stats);
             handles.push(Box::new(
@@ -88,9 +97,6 @@ fn subscribe_shared(
         }
         return Ok(handles);
     }
-    let workers: Vec<_> = (0..config.workers)
-        .map(|_| node.create_worker::<()>(()))
-        .collect();
     for i in 0..config.subscriptions {
         let stats = Arc::clone(stats);
         handles.push(Box::new(fanout.add_callback(
@@ -149,6 +155,7 @@ fn header(config: &Config) -> Report {
         .int("subscriptions", config.subscriptions as u64)
         .int("workers", config.workers as u64)
         .flag("shared_subscription", config.shared_subscription)
+        .flag("fanout_on_worker", config.fanout_on_worker)
 }
 
 /// A message with `--payload` bytes.

@@ -7,6 +7,9 @@ use std::sync::Arc;
 /// A callback as a group stores it: the Worker's payload and the shared message.
 pub(crate) type BoxedFanoutCallback<T, P> = Box<dyn FnMut(&mut P, &Arc<T>) + Send>;
 
+/// A node-level callback, before it is given the Worker it runs on.
+pub(crate) type BoxedNodeFanoutCallback<T> = Box<dyn FnMut(&Arc<T>) + Send>;
+
 /// A closure usable as a fan-out callback on a Worker with payload `P`: either
 /// `FnMut(&mut P, Arc<T>)` or `FnMut(&mut P, &T)`.
 ///
@@ -41,15 +44,15 @@ where
 /// `Args` only tells the two forms apart; it is inferred.
 pub trait IntoNodeFanoutCallback<T, Args>: Send + 'static {
     #[doc(hidden)]
-    fn into_fanout_callback<P>(self) -> BoxedFanoutCallback<T, P>;
+    fn into_node_fanout_callback(self) -> BoxedNodeFanoutCallback<T>;
 }
 
 impl<T, F> IntoNodeFanoutCallback<T, Arc<T>> for F
 where
     F: FnMut(Arc<T>) + Send + 'static,
 {
-    fn into_fanout_callback<P>(mut self) -> BoxedFanoutCallback<T, P> {
-        Box::new(move |_, message| self(Arc::clone(message)))
+    fn into_node_fanout_callback(mut self) -> BoxedNodeFanoutCallback<T> {
+        Box::new(move |message| self(Arc::clone(message)))
     }
 }
 
@@ -58,7 +61,7 @@ where
     F: FnMut(&T) + Send + 'static,
     T: 'static,
 {
-    fn into_fanout_callback<P>(mut self) -> BoxedFanoutCallback<T, P> {
-        Box::new(move |_, message| self(message))
+    fn into_node_fanout_callback(mut self) -> BoxedNodeFanoutCallback<T> {
+        Box::new(move |message| self(message))
     }
 }

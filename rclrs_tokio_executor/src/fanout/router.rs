@@ -27,14 +27,40 @@ impl<T: Send + Sync + 'static> Router<T> {
         }
     }
 
-    /// The hub's callback: one message taken from the rcl subscription.
-    pub(crate) fn deliver(&self, message: T) {
+    /// The hub's callback: one message taken from the rcl subscription, offered to
+    /// every queued group, then given to `inline` (the taking Worker's own callbacks)
+    /// with no lock held.
+    pub(crate) fn deliver(&self, message: T, inline: impl FnOnce(&Arc<T>)) {
         self.taken.fetch_add(1, Ordering::Relaxed);
         self.retired.release();
         let message = Arc::new(message);
         for group in lock(&self.groups).iter() {
             group.offer(&message);
         }
+        inline(&message);
+    }
+
+    /// The group of the Worker that takes, whose callbacks run inline in the take.
+    pub(crate) fn inline_group<P>(&self, worker: &Worker<P>) -> Arc<WorkerGroup<T, P>>
+    where
+        P: 'static + Send + Sync,
+    {
+        let group = self.new_group(worker, true);
+        lock(&self.groups).push(Arc::clone(&group) as Arc<dyn GroupSink<T>>);
+        group
+    }
+
+    fn new_group<P>(&self, worker: &Worker<P>, inline: bool) -> Arc<WorkerGroup<T, P>>
+    where
+        P: 'static + Send + Sync,
+    {
+        WorkerGroup::new(
+            Arc::clone(worker),
+            Arc::clone(&self.topic),
+            self.capacity,
+            Arc::clone(&self.retired),
+            inline,
+        )
     }
 
     pub(crate) fn taken(&self) -> u64 {
@@ -60,12 +86,7 @@ impl<T: Send + Sync + 'static> Router<T> {
             group.serves(worker).then_some(group)
         });
         let group = found.unwrap_or_else(|| {
-            let group = WorkerGroup::new(
-                Arc::clone(worker),
-                Arc::clone(&self.topic),
-                self.capacity,
-                Arc::clone(&self.retired),
-            );
+            let group = self.new_group(worker, false);
             groups.push(Arc::clone(&group) as Arc<dyn GroupSink<T>>);
             group
         });
@@ -73,14 +94,14 @@ impl<T: Send + Sync + 'static> Router<T> {
     }
 
     /// Run `f` on `group` with the groups locked, then forget the group if it has no
-    /// callback left.
+    /// callback left (but for the taking Worker's own group).
     pub(crate) fn update_group<P>(&self, group: &Arc<WorkerGroup<T, P>>, f: impl FnOnce())
     where
         P: 'static + Send + Sync,
     {
         let mut groups = lock(&self.groups);
         f();
-        if group.is_empty() {
+        if group.is_empty() && !group.is_inline() {
             let target = Arc::as_ptr(group) as *const ();
             groups.retain(|g| Arc::as_ptr(g) as *const () != target);
         }

@@ -23,6 +23,10 @@
 //!
 //! The queue lock is held only to push or pop; no lock is held while a user callback
 //! runs, so a callback may add or drop callbacks (its own too) of the same fan-out.
+//!
+//! The group of the Worker that takes (a fan-out created on a Worker) has no queue: the
+//! take calls its callbacks directly ([`WorkerGroup::deliver_inline`]), after the
+//! message has been offered to the other groups.
 
 use super::callback_fn::BoxedFanoutCallback;
 use crate::runtime::{panics::log_panic, turn};
@@ -128,7 +132,11 @@ pub(crate) struct WorkerGroup<T, P: 'static + Send + Sync> {
     scheduled: AtomicBool,
     /// The wake-up waits for the end of the hub's turn.
     wake_deferred: AtomicBool,
-    taps: Mutex<Vec<Arc<Tap<T, P>>>>,
+    /// The group of the Worker that takes: its callbacks run in the take, never queued.
+    inline: bool,
+    /// The live callbacks, replaced as a whole when one is added or removed, so that a
+    /// delivery takes them with one reference count.
+    taps: Mutex<Arc<[Arc<Tap<T, P>>]>>,
     retired: Arc<RetiredMessages<T>>,
 }
 
@@ -142,6 +150,7 @@ where
         topic: Arc<str>,
         capacity: usize,
         retired: Arc<RetiredMessages<T>>,
+        inline: bool,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             me: Weak::clone(me),
@@ -152,7 +161,8 @@ where
             dropped: AtomicU64::new(0),
             scheduled: AtomicBool::new(false),
             wake_deferred: AtomicBool::new(false),
-            taps: Mutex::new(Vec::new()),
+            inline,
+            taps: Mutex::new(Arc::new([])),
             retired,
         })
     }
@@ -172,7 +182,8 @@ where
             removed: AtomicBool::new(false),
             counts,
         });
-        lock(&self.taps).push(Arc::clone(&tap));
+        let mut taps = lock(&self.taps);
+        *taps = taps.iter().cloned().chain([Arc::clone(&tap)]).collect();
         tap
     }
 
@@ -182,7 +193,12 @@ where
     /// other's handles.
     pub(crate) fn remove(&self, tap: &Arc<Tap<T, P>>) {
         tap.removed.store(true, Ordering::Release);
-        lock(&self.taps).retain(|t| !Arc::ptr_eq(t, tap));
+        let mut taps = lock(&self.taps);
+        *taps = taps
+            .iter()
+            .filter(|t| !Arc::ptr_eq(t, tap))
+            .cloned()
+            .collect();
     }
 
     fn schedule(&self) {
@@ -199,8 +215,22 @@ where
         lock(&self.queue).pop_front()
     }
 
+    /// Whether this is the group of the Worker that takes (kept while it has no callback,
+    /// since the take holds it).
+    pub(crate) fn is_inline(&self) -> bool {
+        self.inline
+    }
+
+    /// The take's own Worker: call this group's callbacks with `message` now.
+    pub(crate) fn deliver_inline(&self, payload: &mut P, message: &Arc<T>) {
+        let taps = Arc::clone(&*lock(&self.taps));
+        for tap in taps.iter() {
+            self.call(tap, payload, message);
+        }
+    }
+
     fn drain(&self, payload: &mut P) {
-        let taps: Vec<Arc<Tap<T, P>>> = lock(&self.taps).clone();
+        let taps = Arc::clone(&*lock(&self.taps));
         for delivered in 1..=DRAIN_BUDGET {
             let Some(message) = self.pop() else {
                 self.scheduled.store(false, Ordering::Release);
@@ -209,7 +239,7 @@ where
                 }
                 continue;
             };
-            for tap in &taps {
+            for tap in taps.iter() {
                 self.call(tap, payload, &message);
             }
             if let Some(last) = Arc::into_inner(message) {
@@ -252,6 +282,9 @@ where
     P: 'static + Send + Sync,
 {
     fn offer(&self, message: &Arc<T>) {
+        if self.inline {
+            return;
+        }
         let waiting = {
             let mut queue = lock(&self.queue);
             if queue.len() >= self.capacity && queue.pop_front().is_some() {
