@@ -572,6 +572,35 @@ fn the_last_callback_dropped_inside_the_take_drops_a_worker_fanout(make: MakeExe
     );
 }
 
+/// A topic rcl rejects is a typed error from either way of creating a fan-out, and
+/// leaves nothing behind: a valid fan-out made next on the same Worker works.
+fn an_invalid_topic_is_an_error_on_a_node_and_on_a_worker(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("fanout_invalid").as_str())
+        .unwrap();
+    let worker = node.create_worker(0_u32);
+    for result in [
+        node.create_fanout_subscription::<Int32>("not a valid topic!"),
+        worker.create_fanout_subscription::<Int32>("not a valid topic!"),
+    ] {
+        match result {
+            Err(RclrsError::RclError { .. }) => {}
+            Err(other) => panic!("an unexpected error: {other:?}"),
+            Ok(_) => panic!("an invalid topic was accepted"),
+        }
+    }
+    let topic = unique("fanout_invalid_topic");
+    let fanout = worker
+        .create_fanout_subscription::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    let seen = fanout.add_callback(&worker, |count: &mut u32, _: &Int32| *count += 1);
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, 20);
+    spin_until(&mut executor, || seen.delivered() == 20);
+}
+
 macro_rules! suite {
     ($module:ident, $make:expr, [$($extra:ident),*]) => {
         mod $module {
@@ -601,6 +630,10 @@ macro_rules! suite {
             #[test]
             fn the_last_callback_dropped_inside_the_take_drops_a_worker_fanout() {
                 super::the_last_callback_dropped_inside_the_take_drops_a_worker_fanout(MAKE)
+            }
+            #[test]
+            fn an_invalid_topic_is_an_error_on_a_node_and_on_a_worker() {
+                super::an_invalid_topic_is_an_error_on_a_node_and_on_a_worker(MAKE)
             }
             #[test]
             fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription() {
