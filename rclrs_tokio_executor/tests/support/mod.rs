@@ -83,7 +83,8 @@ pub fn publish_until(
 }
 
 /// Spin until `work` (run as an async task of the executor) has an output; fail after
-/// `PATIENCE`.
+/// `PATIENCE` (the failure names the caller's line).
+#[track_caller]
 pub fn run_to_end<Out: Send + 'static>(
     executor: &mut Executor,
     work: impl Future<Output = Out> + Send + 'static,
