@@ -63,11 +63,14 @@ pub(crate) struct TapCounts {
 
 /// Messages whose last reader was a Worker, waiting to be dropped by the hub.
 ///
-/// A message's buffers are allocated by the hub's take, on the hub's thread. Freed on
-/// another thread, large ones go back to a different malloc arena, which then returns
-/// the pages to the kernel while the hub's arena faults fresh ones in for the next
-/// message (at 64 KB that cost more than the copy itself). So the last Worker to be done
-/// with a message hands it back, and the hub drops it before its next delivery.
+/// A message's buffers are allocated by the hub's take. glibc returns the free top of a
+/// heap to the kernel once it exceeds the trim threshold (128 KB by default), and the
+/// next take faults those pages in again: at 64 KB about 12 page faults per message,
+/// which cost more than the copy itself. So the last Worker to be done with a message
+/// hands it back, and the hub frees it between two takes, where the next take can reuse
+/// the space. This makes trimming rarer, not impossible: the allocation pattern of
+/// queues of large messages still lands in it on some runs (README, "Take once, deliver
+/// to many").
 pub(crate) struct RetiredMessages<T> {
     waiting: AtomicBool,
     list: Mutex<Vec<T>>,
