@@ -47,7 +47,8 @@
 //!   after the drop returns;
 //! - [`FanoutSubscription`] (from [`CreateFanoutSubscription`]) takes each message of a
 //!   topic once and hands the same `Arc<T>` to callbacks on any number of Workers, with
-//!   a bounded queue per Worker so a slow one cannot hold back the others;
+//!   a bounded queue per Worker so a slow one cannot hold back the others; created on a
+//!   Worker instead of a node, it takes there and runs that Worker's callbacks inline;
 //! - [`TokioExecutorOptions::dedicated_workers`] runs chosen Workers on OS threads of
 //!   their own (optionally pinned and under SCHED_FIFO), with the same contract;
 //! - with [`TokioExecutorOptions::runtime_handle`], a runtime that does not run the
