@@ -11,15 +11,11 @@ use futures::channel::oneshot;
 use rclrs::*;
 use rclrs_tokio_executor::{CreateTokioExecutor, DedicatedWorkers, TokioExecutorOptions};
 use ros_env::test_msgs::action::{Fibonacci, Fibonacci_Feedback, Fibonacci_Goal, Fibonacci_Result};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{run_to_end, unique};
+use support::{run_to_end, spin_for, spin_until, unique, PATIENCE};
 
 type MakeExecutor = fn(&Context) -> Executor;
-
-/// A generous bound for anything that should take milliseconds.
-const PATIENCE: Duration = Duration::from_secs(20);
 
 /// A fresh executor with a node, and an action name of its own.
 fn fresh(make: MakeExecutor, name: &str) -> (Executor, Node, String) {
@@ -32,33 +28,6 @@ fn fresh(make: MakeExecutor, name: &str) -> (Executor, Node, String) {
 /// A value the server's goal callback (a `FnMut`) can take out once.
 fn taken_once<T>(value: T) -> Arc<Mutex<Option<T>>> {
     Arc::new(Mutex::new(Some(value)))
-}
-
-/// Spin for `duration`; nothing but the timeout may be reported.
-fn spin_for(executor: &mut Executor, duration: Duration) {
-    let errors = executor.spin(SpinOptions::default().timeout(duration));
-    assert!(
-        errors.iter().all(|e| matches!(
-            e,
-            RclrsError::RclError {
-                code: RclReturnCode::Timeout,
-                ..
-            }
-        )),
-        "spin reported {errors:?}"
-    );
-}
-
-/// Spin in short slices until `condition` holds; fail after PATIENCE.
-fn spin_until(executor: &mut Executor, what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + PATIENCE;
-    while !condition() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "gave up waiting for {what}"
-        );
-        spin_for(executor, Duration::from_millis(20));
-    }
 }
 
 /// A node with a client of `name` that has seen its server.
@@ -356,17 +325,13 @@ fn a_server_dropped_mid_goal_leaves_its_client_and_a_new_server_working(make: Ma
     spin_for(&mut executor, Duration::from_millis(200));
     drop(goal);
     // With its last goal gone the old server is finalized, and the client sees it go.
-    spin_until(&mut executor, "the dropped server to disappear", || {
-        !client.server_is_available().unwrap()
-    });
+    spin_until(&mut executor, || !client.server_is_available().unwrap());
     // A new server under the same name serves the same client (once discovered: a goal
     // sent before that would be lost, on any executor).
     let (unused_tx, _) = oneshot::channel::<()>();
     let (_, unused_rx) = oneshot::channel::<()>();
     let _server = finish_on_signal(&server_node, &name, unused_tx, unused_rx);
-    spin_until(&mut executor, "the new server to appear", || {
-        client.server_is_available().unwrap()
-    });
+    spin_until(&mut executor, || client.server_is_available().unwrap());
     let requested = client.request_goal(Fibonacci_Goal { order: 5 });
     let result = run_to_end(&mut executor, async move {
         requested

@@ -15,31 +15,9 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-use support::{publish_to, run_to_end, unique};
+use support::{publish_to, run_to_end, spin_until, unique, PATIENCE};
 
 type MakeExecutor = fn(&Context) -> Executor;
-
-/// A generous bound for anything that should take milliseconds.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// Spin in short slices until `done()` holds; fail after PATIENCE.
-fn spin_until(executor: &mut Executor, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done() {
-        assert!(Instant::now() < deadline, "gave up waiting while spinning");
-        let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(20)));
-        assert!(
-            errors.iter().all(|e| matches!(
-                e,
-                RclrsError::RclError {
-                    code: RclReturnCode::Timeout,
-                    ..
-                }
-            )),
-            "spin reported {errors:?}"
-        );
-    }
-}
 
 /// A fresh executor with a node, and a fan-out subscription of `Int32` on a topic of its
 /// own (reliable, keep last `depth`).

@@ -4,7 +4,7 @@
 pub mod capture_runtime;
 pub mod ffi;
 
-use rclrs::{Context, Executor, Publisher, RclrsError, SpinOptions};
+use rclrs::{Context, Executor, Publisher, RclReturnCode, RclrsError, SpinOptions};
 use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
 use ros_env::std_msgs::msg::Int32;
 use std::future::Future;
@@ -82,6 +82,36 @@ pub fn publish_until(
     })
 }
 
+/// A generous bound for anything that should take milliseconds.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Spin for `duration`; nothing but the timeout may be reported.
+#[track_caller]
+pub fn spin_for(executor: &mut Executor, duration: Duration) {
+    let errors = executor.spin(SpinOptions::default().timeout(duration));
+    assert!(
+        errors.iter().all(|e| matches!(
+            e,
+            RclrsError::RclError {
+                code: RclReturnCode::Timeout,
+                ..
+            }
+        )),
+        "spin reported {errors:?}"
+    );
+}
+
+/// Spin in 20 ms slices until `done()` holds; fail after `PATIENCE` (the failure names
+/// the caller's line).
+#[track_caller]
+pub fn spin_until(executor: &mut Executor, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting while spinning");
+        spin_for(executor, Duration::from_millis(20));
+    }
+}
+
 /// Spin until `work` (run as an async task of the executor) has an output; fail after
 /// `PATIENCE` (the failure names the caller's line).
 #[track_caller]
@@ -89,7 +119,6 @@ pub fn run_to_end<Out: Send + 'static>(
     executor: &mut Executor,
     work: impl Future<Output = Out> + Send + 'static,
 ) -> Out {
-    const PATIENCE: Duration = Duration::from_secs(20);
     let (tx, rx) = futures::channel::oneshot::channel();
     let _ = executor.commands().run(async move {
         let _ = tx.send(work.await);
