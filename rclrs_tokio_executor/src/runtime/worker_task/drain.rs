@@ -60,6 +60,7 @@ impl WorkerTask {
         };
         let mut ran = 0;
         let mut ticked = false;
+        let mut dropped = false;
         let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
         for (part, &ready) in entity.parts().iter().enumerate() {
             if left[part] == 0 || budget == 0 {
@@ -98,6 +99,12 @@ impl WorkerTask {
                     break;
                 }
                 part_ran += 1;
+                if !waitable.is_in_use() {
+                    // Its last handle went, likely from inside this very callback:
+                    // nothing more of it runs.
+                    dropped = true;
+                    break;
+                }
             }
             ran += part_ran;
             budget = budget.saturating_sub(part_ran.max(1));
@@ -108,10 +115,19 @@ impl WorkerTask {
                 left[part] -= part_ran;
             }
             ticked |= is_tick;
+            if dropped {
+                break;
+            }
         }
         drop(guard);
         self.counters.ran_callbacks(ran as u64);
         turn::spend(ran.max(1));
+        if dropped {
+            // What it had left is dropped with it (as the basic executor drops a
+            // waitable it finds out of use), and so is the rcl entity.
+            self.sweep();
+            return true;
+        }
         if left.iter().any(|&n| n > 0) {
             if single_pass {
                 entity.defer(&left);
