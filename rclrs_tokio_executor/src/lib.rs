@@ -45,6 +45,8 @@
 //!   [`ExecutorStats::publish_on`] publishes them on a ROS topic;
 //! - dropping the executor waits for the callbacks already running, and none starts
 //!   after the drop returns;
+//! - an entity whose last handle is dropped, even from inside its own callback, runs no
+//!   further callback, whatever was still waiting for it;
 //! - [`FanoutSubscription`] (from [`CreateFanoutSubscription`]) takes each message of a
 //!   topic once and hands the same `Arc<T>` to callbacks on any number of Workers, with
 //!   a bounded queue per Worker so a slow one cannot hold back the others; created on a
