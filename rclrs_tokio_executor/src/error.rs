@@ -6,8 +6,8 @@ use rclrs::{RclErrorMsg, RclReturnCode, RclrsError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TokioExecutorError {
-    /// The owned multi-thread Tokio runtime could not be built (for example, the OS
-    /// refused to spawn its threads).
+    /// The executor's own Tokio threads (a pool of single-threaded runtimes) could not
+    /// be started (for example, the OS refused to spawn a thread).
     #[error("cannot build the Tokio runtime: {0}")]
     RuntimeBuild(#[source] std::io::Error),
     /// [`stop_on_signals`](crate::TokioExecutorOptions::stop_on_signals) was asked for,

@@ -43,13 +43,13 @@ impl Default for TokioExecutorOptions {
 }
 
 impl TokioExecutorOptions {
-    /// The defaults: an owned multi-thread runtime with one thread per CPU core, threads
-    /// named `rclrs-tokio`.
+    /// The defaults: the executor's own pool of Tokio threads, one per CPU core, each
+    /// running a single-threaded runtime, named `rclrs-tokio-<n>`.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Threads of the owned runtime (default: the number of CPU cores; at least 1).
+    /// Threads of the executor's own pool (default: the number of CPU cores; at least 1).
     /// Each Worker's callbacks run on one thread at a time, so this bounds how many
     /// Workers run in parallel. Ignored with [`Self::runtime_handle`].
     pub fn worker_threads(mut self, threads: usize) -> Self {
@@ -57,14 +57,14 @@ impl TokioExecutorOptions {
         self
     }
 
-    /// Name of the owned runtime's threads (default `rclrs-tokio`).
+    /// Name of the pool's threads, before their index (default `rclrs-tokio`).
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.thread_name = name.into();
         self
     }
 
-    /// Run on an existing multi-thread runtime instead of owning one (default: own
-    /// one). Callbacks, Worker tasks and async tasks are spawned onto it, so the runtime
+    /// Run on an existing Tokio runtime instead of the executor's own pool of threads
+    /// (default: the pool). Callbacks, Worker tasks and async tasks are spawned onto it, so the runtime
     /// must be driven: a multi-thread runtime, or a current-thread one whose `block_on`
     /// runs while the executor spins. If the runtime has not run the executor's tasks
     /// within a second of a spin starting, the spin ends with the error recognised by
