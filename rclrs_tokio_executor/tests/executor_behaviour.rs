@@ -17,7 +17,7 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-use support::{unique, wait_matched};
+use support::{publish_to, unique, wait_matched};
 
 type MakeExecutor = fn(&Context) -> Executor;
 
@@ -554,6 +554,48 @@ fn an_overrunning_timer_does_not_burst(make: MakeExecutor) {
     }
 }
 
+fn a_zero_period_timer_shares_the_worker_and_the_spin_keeps_its_deadline(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("timer_zero").as_str()).unwrap();
+    let topic = unique("timer_zero_topic");
+    let fired = Arc::new(AtomicUsize::new(0));
+    // Always due: rcl accepts a zero period.
+    let _timer = {
+        let fired = Arc::clone(&fired);
+        node.create_timer_repeating(Duration::ZERO, move || {
+            fired.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    };
+    let received = Arc::new(AtomicUsize::new(0));
+    let _subscription = {
+        let received = Arc::clone(&received);
+        node.create_subscription(topic.as_str().keep_last(100).reliable(), move |_: Int32| {
+            received.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    };
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    publish_to(&publisher, 1, 50);
+    let started = Instant::now();
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(300)));
+    let took = started.elapsed();
+    assert_eq!(
+        received.load(Ordering::SeqCst),
+        50,
+        "the always-due timer starved the subscription"
+    );
+    assert!(
+        fired.load(Ordering::SeqCst) > 10,
+        "the timer fired only {} times",
+        fired.load(Ordering::SeqCst)
+    );
+    assert!(took < Duration::from_secs(2), "a 300 ms spin took {took:?}");
+}
+
 fn a_timer_dropped_during_spin_stops_firing(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
@@ -633,10 +675,7 @@ fn callbacks_after_a_drop_from_inside(make: MakeExecutor, on_worker: bool) -> us
     };
     *doomed.lock().unwrap() = Some(held);
     let publisher = node.create_publisher::<Int32>(options()).unwrap();
-    wait_matched(&publisher, 1);
-    for data in 0..10 {
-        publisher.publish(Int32 { data }).unwrap();
-    }
+    publish_to(&publisher, 1, 10);
     let started = Instant::now();
     executor.spin(SpinOptions::default().timeout(Duration::from_millis(300)));
     assert!(started.elapsed() < PATIENCE, "spin outlived its timeout");
@@ -706,6 +745,12 @@ macro_rules! suite {
             #[test]
             fn a_timer_dropped_during_spin_stops_firing() {
                 super::a_timer_dropped_during_spin_stops_firing(MAKE)
+            }
+            #[test]
+            fn a_zero_period_timer_shares_the_worker_and_the_spin_keeps_its_deadline() {
+                super::a_zero_period_timer_shares_the_worker_and_the_spin_keeps_its_deadline(
+                    MAKE,
+                )
             }
             #[test]
             fn timers_fire_only_while_spinning() {
