@@ -85,23 +85,17 @@ _FANOUTS = {
 _NO_FANOUT_SUBSCRIPTION = frozenset(
     {'raw_rcl', 'raw_push', 'rclcpp_single', 'rclcpp_multi', 'rclcpp_events',
      'rclcpp_events_cbg'})
+# Each `fanout*` row has its one-fan-out variants: name prefix and extra flags.
+_FANOUT_VARIANTS = {'fanout': (),
+                    'fanout_shared': ('--shared-subscription',),
+                    'fanout_shared_on_worker': ('--shared-subscription', '--fanout-on-worker')}
+_FANOUTS['fanout_xproc'] = (_FANOUTS['fanout'][0], 'received_per_s', True, 'drop_pct')
 for _name, (_args, _metric, _higher, _extra) in _FANOUTS.items():
-    _shared = _name.replace('fanout', 'fanout_shared')
-    SCENARIOS[_name] = Scenario('message', (*_args, *_FANOUT_SHAPE), _metric, _higher, _extra)
-    SCENARIOS[_shared] = Scenario('message', (*_args, *_FANOUT_SHAPE, '--shared-subscription'),
-                                  _metric, _higher, _extra, not_for=_NO_FANOUT_SUBSCRIPTION)
-    SCENARIOS[_name.replace('fanout', 'fanout_shared_on_worker')] = Scenario(
-        'message', (*_args, *_FANOUT_SHAPE, '--shared-subscription', '--fanout-on-worker'),
-        _metric, _higher, _extra, not_for=_NO_FANOUT_SUBSCRIPTION)
-SCENARIOS['fanout_xproc'] = Scenario('xproc', (*_FANOUTS['fanout'][0], *_FANOUT_SHAPE),
-                                     'received_per_s', True, 'drop_pct')
-SCENARIOS['fanout_shared_xproc'] = Scenario(
-    'xproc', (*_FANOUTS['fanout'][0], *_FANOUT_SHAPE, '--shared-subscription'),
-    'received_per_s', True, 'drop_pct', not_for=_NO_FANOUT_SUBSCRIPTION)
-SCENARIOS['fanout_shared_on_worker_xproc'] = Scenario(
-    'xproc', (*_FANOUTS['fanout'][0], *_FANOUT_SHAPE, '--shared-subscription',
-              '--fanout-on-worker'),
-    'received_per_s', True, 'drop_pct', not_for=_NO_FANOUT_SUBSCRIPTION)
+    _kind = 'xproc' if _name.endswith('_xproc') else 'message'
+    for _variant, _flags in _FANOUT_VARIANTS.items():
+        SCENARIOS[_name.replace('fanout', _variant, 1)] = Scenario(
+            _kind, (*_args, *_FANOUT_SHAPE, *_flags), _metric, _higher, _extra,
+            not_for=_NO_FANOUT_SUBSCRIPTION if _flags else frozenset())
 for _n in (1, 10, 100, 1000):
     SCENARIOS[f'scaling_{_n}'] = Scenario(
         'message', ('--workload', 'scaling', '--subscriptions', str(_n), '--rate-hz', '1000',

@@ -64,12 +64,12 @@ impl TokioExecutorOptions {
     }
 
     /// Run on an existing Tokio runtime instead of the executor's own pool of threads
-    /// (default: the pool). Callbacks, Worker tasks and async tasks are spawned onto it, so the runtime
-    /// must be driven: a multi-thread runtime, or a current-thread one whose `block_on`
-    /// runs while the executor spins. If the runtime has not run the executor's tasks
-    /// within a second of a spin starting, the spin ends with the error recognised by
-    /// [`is_runtime_not_driven_error`](crate::is_runtime_not_driven_error) (a timed spin
-    /// still returns at its deadline).
+    /// (default: the pool). Callbacks, Worker tasks and async tasks are spawned onto it,
+    /// so the runtime must be driven: a multi-thread runtime, or a current-thread one
+    /// whose `block_on` runs while the executor spins. If the runtime has not run the
+    /// executor's tasks within a second of a spin starting, the spin ends with the error
+    /// recognised by [`is_runtime_not_driven_error`](crate::is_runtime_not_driven_error)
+    /// (a timed spin still returns at its deadline).
     pub fn runtime_handle(mut self, handle: tokio::runtime::Handle) -> Self {
         self.runtime_handle = Some(handle);
         self

@@ -55,6 +55,36 @@ fn fixture_publisher(node: &Node, topic: &str) -> Publisher<Int32> {
 /// What one callback saw: the data, and the address of each shared message.
 type Seen = Arc<Mutex<Vec<(i32, usize)>>>;
 
+/// Log `m` with the address of its allocation (the same for every callback of a
+/// message: nothing is copied per callback).
+fn log_message(log: &Seen, m: &Arc<Int32>) {
+    log.lock().unwrap().push((m.data, Arc::as_ptr(m) as usize));
+}
+
+/// `count` callbacks of `fanout`, on `workers` in turn, each doing `on_payload` with its
+/// Worker's payload and logging every message: their logs and handles.
+fn logging_callbacks<P: 'static + Send + Sync>(
+    fanout: &FanoutSubscription<Int32>,
+    workers: &[Worker<P>],
+    count: usize,
+    on_payload: fn(&mut P, &Int32),
+) -> (Vec<Seen>, Vec<FanoutCallback<Int32>>) {
+    (0..count)
+        .map(|i| {
+            let log: Seen = Arc::default();
+            let logged = Arc::clone(&log);
+            let handle = fanout.add_callback(
+                &workers[i % workers.len()],
+                move |payload: &mut P, m: Arc<Int32>| {
+                    on_payload(payload, &m);
+                    log_message(&logged, &m);
+                },
+            );
+            (log, handle)
+        })
+        .unzip()
+}
+
 /// Every log holds `expected`, in order, and the same allocation for each message as the
 /// first log: nothing was copied per callback.
 fn assert_every_log_saw_the_same_messages(seen: &[Seen], expected: &[i32]) {
@@ -77,19 +107,7 @@ fn every_callback_sees_every_message_once_taken_in_order(make: MakeExecutor) {
         fanout,
     } = Fixture::new(make, "fanout", 1000);
     let workers: Vec<Worker<u64>> = (0..2).map(|_| node.create_worker(0_u64)).collect();
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut handles: Vec<FanoutCallback<Int32>> = Vec::new();
-    for i in 0..8 {
-        let log: Seen = Arc::default();
-        seen.push(Arc::clone(&log));
-        handles.push(fanout.add_callback(
-            &workers[i % 2],
-            move |count: &mut u64, m: Arc<Int32>| {
-                *count += 1;
-                log.lock().unwrap().push((m.data, Arc::as_ptr(&m) as usize));
-            },
-        ));
-    }
+    let (seen, handles) = logging_callbacks(&fanout, &workers, 8, |count, _| *count += 1);
     // One more on the node, borrowing the message.
     let node_log: Arc<Mutex<Vec<i32>>> = Arc::default();
     let node_handle = {
@@ -425,28 +443,12 @@ fn a_fanout_taken_on_a_worker_calls_its_callbacks_there_and_queues_the_others(ma
     let fanout = workers[0]
         .create_fanout_subscription::<Int32>(topic.as_str().keep_last(1000).reliable())
         .unwrap();
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut handles: Vec<FanoutCallback<Int32>> = Vec::new();
-    for i in 0..6 {
-        let log: Seen = Arc::default();
-        seen.push(Arc::clone(&log));
-        handles.push(fanout.add_callback(
-            &workers[i % 2],
-            move |mine: &mut Vec<i32>, m: Arc<Int32>| {
-                mine.push(m.data);
-                log.lock().unwrap().push((m.data, Arc::as_ptr(&m) as usize));
-            },
-        ));
-    }
+    let (mut seen, mut handles) =
+        logging_callbacks(&fanout, &workers, 6, |mine, m| mine.push(m.data));
     let node_log: Seen = Arc::default();
     handles.push({
         let node_log = Arc::clone(&node_log);
-        fanout.add_node_callback(move |m: Arc<Int32>| {
-            node_log
-                .lock()
-                .unwrap()
-                .push((m.data, Arc::as_ptr(&m) as usize))
-        })
+        fanout.add_node_callback(move |m: Arc<Int32>| log_message(&node_log, &m))
     });
     seen.push(node_log);
     drop(fanout);

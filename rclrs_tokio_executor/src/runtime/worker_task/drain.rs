@@ -8,6 +8,10 @@
 //! budget did not reach goes back to the entity, queued again or, in a single pass,
 //! deferred to the next one.
 //!
+//! Before every execution the drain checks that the user still holds the entity; once
+//! its last handle is gone (even from inside one of its own callbacks) nothing more of
+//! it runs, and the Worker sweeps it.
+//!
 //! A part run by ticks (a timer, an action server's goal expiry) executes once per
 //! drain however many ticks coalesced: rclrs checks that the timer is still due, and
 //! the timer scheduler, told that the tick ran, looks at the timer again.
@@ -45,11 +49,6 @@ impl WorkerTask {
         let Some(waitable) = guard.as_mut() else {
             return false;
         };
-        if !waitable.is_in_use() {
-            drop(guard);
-            self.sweep();
-            return false;
-        }
         let Some(payload) = self.payload.as_deref_mut() else {
             return false;
         };
@@ -71,6 +70,12 @@ impl WorkerTask {
             let mut part_ran = 0;
             let mut emptied = false;
             while part_ran < runs {
+                if !waitable.is_in_use() {
+                    // Its last handle is gone (dropped while it was queued, or from
+                    // inside one of its own callbacks): nothing more of it runs.
+                    dropped = true;
+                    break;
+                }
                 rclrs::reset_take_failed();
                 let started = trace.as_ref().map(ItemTrace::executing);
                 let scope = InlineScope::begin();
@@ -99,12 +104,6 @@ impl WorkerTask {
                     break;
                 }
                 part_ran += 1;
-                if !waitable.is_in_use() {
-                    // Its last handle went, likely from inside this very callback:
-                    // nothing more of it runs.
-                    dropped = true;
-                    break;
-                }
             }
             ran += part_ran;
             budget = budget.saturating_sub(part_ran.max(1));
@@ -123,10 +122,9 @@ impl WorkerTask {
         self.counters.ran_callbacks(ran as u64);
         turn::spend(ran.max(1));
         if dropped {
-            // What it had left is dropped with it (as the basic executor drops a
-            // waitable it finds out of use), and so is the rcl entity.
+            // Its remaining arrivals go with it; the sweep tears the rcl entity down.
             self.sweep();
-            return true;
+            return ran > 0;
         }
         if left.iter().any(|&n| n > 0) {
             if single_pass {
