@@ -64,10 +64,15 @@ def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
             if SCENARIOS[run['scenario']].kind == 'xproc':
                 # Joined from the two processes' reports.
                 assert m['sent_per_s'] > 0, run
+            if '--workload' not in SCENARIOS[run['scenario']].args:
+                # A stream row counts the wake-ups it cost.
+                assert m['context_switches_per_msg'] > 0, run
 
     rows = list(csv.DictReader((tmp_path / 'latest.csv').open()))
     assert len(rows) == len(runs)
-    assert '# Executor comparison' in (tmp_path / 'latest.md').read_text()
+    markdown = (tmp_path / 'latest.md').read_text()
+    assert '# Executor comparison' in markdown
+    assert '## Context switches per delivery' in markdown
 
 
 def test_rclcpp_rows_are_absent_not_made_up_without_rclcpp(tmp_path):

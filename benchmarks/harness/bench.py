@@ -54,7 +54,8 @@ METRICS = ['received_per_s', 'sent_per_s', 'dropped', 'drop_pct', 'queued_at_clo
            'latency_max_us', 'timer_rate_hz', 'timer_jitter_p50_us', 'timer_jitter_p99_us',
            'timer_jitter_max_us', 'fires', 'expected_fires', 'idle_cpu_pct',
            'idle_process_cpu_pct', 'per_message_us',
-           'receive_cpu_pct', 'receive_cpu_per_msg_us', 'fanout_taken', 'fanout_dropped']
+           'receive_cpu_pct', 'receive_cpu_per_msg_us', 'context_switches_per_msg',
+           'fanout_taken', 'fanout_dropped']
 
 
 class NotAvailable(Exception):

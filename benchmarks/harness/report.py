@@ -98,6 +98,7 @@ def write_markdown(document: dict, path: Path) -> None:
     lines += latency_quantiles(runs)
     lines += stage_breakdown(runs)
     lines += receive_side(runs)
+    lines += wake_ups(runs)
     lines += fanout_comparison(runs)
     path.write_text('\n'.join(lines))
 
@@ -144,6 +145,23 @@ def receive_side(runs: list[dict]) -> list[str]:
               'listener threads, which run the rmw listener and any rcl push callback; CPU from '
               '/proc/self/task/*/stat (clock ticks) over the window.', '']
     return lines
+
+
+def wake_ups(runs: list[dict]) -> list[str]:
+    """Markdown: the process's context switches per delivery, per stream row (the
+    wake-ups a design pays for; on a VM each can cost more than the work it hands over)."""
+    rows = [r for r in runs
+            if (r.get('metrics') or {}).get('context_switches_per_msg') is not None]
+    if not rows:
+        return []
+    lines = ['## Context switches per delivery (median over repetitions)', '',
+             '| scenario | executor | received/s | context switches per delivery |',
+             '| --- | --- | --- | --- |']
+    lines += [f'| {r["scenario"]} | {r["executor"]} | {r["metrics"]["received_per_s"]:g} | '
+              f'{r["metrics"]["context_switches_per_msg"]:g} |' for r in rows]
+    return lines + ['', 'Every thread of the (subscriber) process, voluntary and involuntary, '
+                    'from /proc/self/task/*/status over the window; with the publisher in '
+                    'the same process, its switches count too.', '']
 
 
 def _num(value: float) -> str:

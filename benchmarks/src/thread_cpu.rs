@@ -10,6 +10,11 @@
 //!
 //! The kernel counts thread CPU in clock ticks (`utime + stime`, usually 10 ms each):
 //! over a window of a few seconds that is a percent or better.
+//!
+//! [`context_switches_now`] sums every thread's context switches (voluntary and
+//! involuntary, from `/proc/self/task/*/status`). Per message, they count the wake-ups
+//! a design pays for, which on a VM can cost more than the work they hand over. A thread
+//! that ends inside a window takes its switches with it.
 
 use std::collections::BTreeMap;
 
@@ -50,6 +55,35 @@ impl ThreadCpu {
             })
             .collect()
     }
+}
+
+/// The context switches of this process's threads so far (threads that just ended are
+/// left out).
+pub fn context_switches_now() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+        .map(|status| parse_switches(&status))
+        .sum()
+}
+
+/// `voluntary_ctxt_switches + nonvoluntary_ctxt_switches` from a task's `status`.
+fn parse_switches(status: &str) -> u64 {
+    status
+        .lines()
+        .filter_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            matches!(
+                key,
+                "voluntary_ctxt_switches" | "nonvoluntary_ctxt_switches"
+            )
+            .then(|| value.trim().parse::<u64>().ok())
+            .flatten()
+        })
+        .sum()
 }
 
 /// The thread's name, with digits (ports, participant ids) folded to `#` so that
@@ -106,6 +140,21 @@ mod tests {
     fn parses_a_name_with_spaces_and_parentheses() {
         let stat = "42 (dds.udp.7412 (x)) S 1 2 3 4 5 6 7 8 9 10 150 25 0 0 20 0";
         assert_eq!(parse_stat(stat), Some(("dds.udp.# (x)".to_string(), 175)));
+    }
+
+    #[test]
+    fn switches_are_voluntary_plus_involuntary() {
+        let status = "Name:\tx\nvoluntary_ctxt_switches:\t40\nnonvoluntary_ctxt_switches:\t2\n";
+        assert_eq!(parse_switches(status), 42);
+    }
+
+    #[test]
+    fn a_sleeping_thread_counts_its_switches() {
+        let before = context_switches_now();
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(context_switches_now() >= before + 5);
     }
 
     #[test]

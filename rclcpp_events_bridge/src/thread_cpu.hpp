@@ -4,7 +4,9 @@
 // (`receive_cpu_pct`, `receive_cpu_per_msg_us`, `thread_cpu_pct`).
 //
 // A subscriber process takes one snapshot at each edge of its window; the difference
-// says how much the middleware's receive threads spent per message.
+// says how much the middleware's receive threads spent per message. Every edge of a
+// stream window also sums the threads' context switches (from /proc/self/task/*/status)
+// for `context_switches_per_msg`, the wake-ups a design pays for.
 
 #ifndef RCLCPP_EVENTS_BRIDGE__THREAD_CPU_HPP_
 #define RCLCPP_EVENTS_BRIDGE__THREAD_CPU_HPP_
@@ -14,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -59,28 +62,68 @@ inline bool parse_thread_stat(const std::string & stat, std::string & name, uint
   return true;
 }
 
-/// The process's threads now (threads that just ended are left out).
-inline ThreadTicks thread_ticks_now()
+/// Open `file` (`stat`, `status`) of each of this process's threads and hand the stream
+/// to `read` (threads that just ended are left out).
+template<typename Read>
+void for_each_thread(const char * file, Read read)
 {
-  ThreadTicks ticks;
   DIR * tasks = opendir("/proc/self/task");
   if (tasks == nullptr) {
-    return ticks;
+    return;
   }
   while (const dirent * task = readdir(tasks)) {
     if (task->d_name[0] == '.') {
       continue;
     }
-    std::ifstream file(std::string("/proc/self/task/") + task->d_name + "/stat");
-    const std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    std::string name;
-    uint64_t used = 0;
-    if (parse_thread_stat(stat, name, used)) {
-      ticks[name] += used;
-    }
+    std::ifstream stream(std::string("/proc/self/task/") + task->d_name + "/" + file);
+    read(stream);
   }
   closedir(tasks);
+}
+
+/// The process's threads now (threads that just ended are left out).
+inline ThreadTicks thread_ticks_now()
+{
+  ThreadTicks ticks;
+  for_each_thread(
+    "stat", [&ticks](std::ifstream & file) {
+      const std::string stat(
+        (std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+      std::string name;
+      uint64_t used = 0;
+      if (parse_thread_stat(stat, name, used)) {
+        ticks[name] += used;
+      }
+    });
   return ticks;
+}
+
+/// `voluntary_ctxt_switches + nonvoluntary_ctxt_switches` from one task's `status`.
+inline uint64_t parse_switches(std::istream & status)
+{
+  uint64_t switches = 0;
+  std::string line;
+  while (std::getline(status, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) {
+      continue;
+    }
+    const std::string key = line.substr(0, colon);
+    if (key == "voluntary_ctxt_switches" || key == "nonvoluntary_ctxt_switches") {
+      switches += std::strtoull(line.c_str() + colon + 1, nullptr, 10);
+    }
+  }
+  return switches;
+}
+
+/// The context switches of this process's threads so far (threads that just ended are
+/// left out): the twin of `context_switches_now` in benchmarks/src/thread_cpu.rs.
+inline uint64_t context_switches_now()
+{
+  uint64_t switches = 0;
+  for_each_thread(
+    "status", [&switches](std::ifstream & status) {switches += parse_switches(status);});
+  return switches;
 }
 
 /// Fast DDS's UDP, TCP, shared-memory and data-sharing listeners: the threads that run

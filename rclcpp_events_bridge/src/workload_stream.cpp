@@ -101,6 +101,7 @@ int run_both(const Config & config)
   bench::Json json = message_report(
     config, published.window, Totals{published.total_sent, expected, stats.count()},
     stats.latencies);
+  published.window.context_switches(json);
   print(fanout_keys(json, config));
   return 0;
 }
@@ -254,6 +255,7 @@ int run_sub(const Config & config)
   bench::receive_threads(
     json, threads_first, threads_last, window.wall_s(),
     window.last.received - window.first.received);
+  window.context_switches(json);
   print(fanout_keys(json, config));
   return 0;
 }

@@ -25,6 +25,7 @@
 #include "rclrs_tokio_msgs/msg/bench_message.hpp"
 
 #include "bench_common.hpp"
+#include "thread_cpu.hpp"
 
 namespace workloads
 {
@@ -126,6 +127,7 @@ struct Edge
   int64_t wall_ns = 0;
   int64_t process_cpu_ns = 0;
   int64_t thread_cpu_ns = 0;  // the thread that took the edge (subtracted for the executor)
+  uint64_t context_switches = 0;  // of the process's threads
   uint64_t sent = 0;
   uint64_t received = 0;
 
@@ -136,6 +138,7 @@ struct Edge
     e.wall_ns = bench::monotonic_ns();
     e.process_cpu_ns = bench::process_cpu_ns();
     e.thread_cpu_ns = bench::thread_cpu_ns();
+    e.context_switches = bench::context_switches_now();
     e.sent = sent;
     e.received = received;
     return e;
@@ -160,6 +163,18 @@ struct Window
     return std::max(0.0, process_cpu_s() - own);
   }
   uint64_t received() const {return last.received - first.received;}
+  /// `context_switches_per_msg`: the process's context switches per delivery (null
+  /// without deliveries), as the Rust nodes report it.
+  bench::Json & context_switches(bench::Json & json) const
+  {
+    if (received() == 0) {
+      return json.null("context_switches_per_msg");
+    }
+    const uint64_t switches = last.context_switches - first.context_switches;
+    return json.number(
+      "context_switches_per_msg",
+      static_cast<double>(switches) / static_cast<double>(received()), 3);
+  }
 };
 
 /// How long to publish and how fast: warm-up, window, then a tail.

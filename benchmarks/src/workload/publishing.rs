@@ -9,6 +9,7 @@
 
 use super::stats::Stats;
 use super::Config;
+use crate::thread_cpu::context_switches_now;
 use crate::{interrupt, monotonic_ns, process_cpu_ns, thread_cpu_ns};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,6 +24,8 @@ pub struct Edge {
     pub process_cpu_ns: i64,
     /// The CPU time of the thread that took the edge.
     pub thread_cpu_ns: i64,
+    /// The context switches of the process's threads.
+    pub context_switches: u64,
     /// Publisher steps so far.
     pub sent: u64,
     /// Deliveries so far.
@@ -36,6 +39,7 @@ impl Edge {
             wall_ns: monotonic_ns(),
             process_cpu_ns: process_cpu_ns(),
             thread_cpu_ns: thread_cpu_ns(),
+            context_switches: context_switches_now(),
             sent,
             received,
         }
@@ -73,6 +77,15 @@ impl Window {
     /// Executor CPU in percent of one core.
     pub fn executor_cpu_pct(&self) -> f64 {
         100.0 * self.executor_cpu_s() / self.wall_s()
+    }
+    /// Context switches of the process's threads, per delivery; `None` without
+    /// deliveries.
+    pub fn context_switches_per_msg(&self) -> Option<f64> {
+        let switches = self
+            .last
+            .context_switches
+            .saturating_sub(self.first.context_switches);
+        (self.received() > 0).then(|| switches as f64 / self.received() as f64)
     }
     /// Publisher steps per second.
     pub fn sent_per_s(&self) -> f64 {

@@ -220,6 +220,7 @@ fn both(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .num("received_per_s", w.received_per_s(), 1)
         .num("cpu_process_pct", w.process_cpu_pct(), 1)
         .num("cpu_executor_pct", w.executor_cpu_pct(), 1)
+        .opt("context_switches_per_msg", w.context_switches_per_msg(), 3)
         .latencies(&stats.latencies())
         .introspection(executor_stats.as_ref());
     let report = with_fanout_counts(report, &subscriptions);
@@ -340,6 +341,11 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .num("cpu_process_pct", window.process_cpu_pct(), 1)
         .num("cpu_executor_pct", window.process_cpu_pct(), 1)
         .receive_threads(&thread_seconds, window.wall_s(), window.received())
+        .opt(
+            "context_switches_per_msg",
+            window.context_switches_per_msg(),
+            3,
+        )
         .latencies(&stats.latencies())
         .introspection(executor_stats.as_ref());
     let report = with_fanout_counts(report, &subscriptions);
