@@ -83,9 +83,11 @@ def machine() -> dict:
         'ros_distro': os.environ.get('ROS_DISTRO', ''),
         'python': platform.python_version(),
         'commit': commit,
-        # Two cores leave no core to spare for pinning the publisher and the executor
-        # apart from the middleware's threads; runs are interleaved instead.
-        'pinned_cpus': False,
+        # The harness never pins on its own (two cores leave none to spare for keeping the
+        # publisher, the executor and the middleware apart; runs are interleaved instead),
+        # but a run started under `taskset` says so: its nodes inherit the CPUs allowed.
+        'cpus_allowed': sorted(os.sched_getaffinity(0)),
+        'pinned_cpus': len(os.sched_getaffinity(0)) < (os.cpu_count() or 1),
     }
 
 

@@ -85,7 +85,8 @@ def write_markdown(document: dict, path: Path) -> None:
     lines = [
         '# Executor comparison',
         '',
-        f'- machine: {m["cpu"]}, {m["cores"]} cores, {m["memory_gib"]} GiB, kernel {m["kernel"]}',
+        f'- machine: {m["cpu"]}, {m["cores"]} cores, {m["memory_gib"]} GiB, kernel {m["kernel"]}'
+        + (f'; run pinned to CPUs {m["cpus_allowed"]}' if m.get('pinned_cpus') else ''),
         f'- rmw: {document["rmw"]}, ROS {m["ros_distro"]}, commit {m["commit"]}',
         f'- command: `{document["command"]}`',
         f'- method: {document["method"]}',
