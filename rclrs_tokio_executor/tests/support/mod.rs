@@ -62,6 +62,18 @@ pub fn tokio_executor_on(handle: &::tokio::runtime::Handle) -> Executor {
         .unwrap()
 }
 
+/// A Tokio executor with two pool threads and `follow_load` on, named `name`.
+pub fn follow_load_executor(context: &Context, name: &str) -> Executor {
+    context
+        .create_tokio_executor_with(
+            TokioExecutorOptions::new()
+                .worker_threads(2)
+                .thread_name(name)
+                .follow_load(true),
+        )
+        .unwrap()
+}
+
 /// Publish 0, 1, 2, ... on `publisher` until `stop` is set, `pause` apart (as fast as
 /// possible with no pause).
 pub fn publish_until(
@@ -119,6 +131,17 @@ pub fn run_to_end<Out: Send + 'static>(
     executor: &mut Executor,
     work: impl Future<Output = Out> + Send + 'static,
 ) -> Out {
+    run_within(executor, PATIENCE, work).expect("the work did not finish in time")
+}
+
+/// Spin until `work` (run as an async task of the executor) has an output, or for
+/// `limit` at most (then `None`); nothing but the timeout may be reported.
+#[track_caller]
+pub fn run_within<Out: Send + 'static>(
+    executor: &mut Executor,
+    limit: Duration,
+    work: impl Future<Output = Out> + Send + 'static,
+) -> Option<Out> {
     let (tx, rx) = futures::channel::oneshot::channel();
     let _ = executor.commands().run(async move {
         let _ = tx.send(work.await);
@@ -127,11 +150,17 @@ pub fn run_to_end<Out: Send + 'static>(
     let errors = executor.spin(
         SpinOptions::default()
             .until_promise_resolved(notice)
-            .timeout(PATIENCE),
+            .timeout(limit),
     );
-    assert!(errors.is_empty(), "spin reported {errors:?}");
-    output
-        .try_recv()
-        .expect("the work was dropped")
-        .expect("the work did not finish in time")
+    assert!(
+        errors.iter().all(|e| matches!(
+            e,
+            RclrsError::RclError {
+                code: RclReturnCode::Timeout,
+                ..
+            }
+        )),
+        "spin reported {errors:?}"
+    );
+    output.try_recv().expect("the work was dropped")
 }
