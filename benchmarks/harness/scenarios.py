@@ -121,7 +121,7 @@ for _m in (1, 2):
 
 # Timer scenarios run the timer nodes: steady-clock rate, and sim time via /clock.
 _NO_TIMER = frozenset({'raw_rcl', 'raw_push', 'rclrs_tokio_traced', 'rclrs_tokio_linger',
-                       'rclrs_tokio_1thread'})
+                       'rclrs_tokio_1thread', 'rclrs_tokio_follow_load'})
 for _name, _args, _metric, _extra in [
         ('timer_1kHz', ('--rate-hz', '1000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
         ('timer_10kHz', ('--rate-hz', '10000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
@@ -140,7 +140,7 @@ TIMER_SCENARIOS = {name for name, s in SCENARIOS.items() if s.kind == 'timer'}
 # those threads under SCHED_FIFO (priority 80), which needs root or CAP_SYS_NICE: the
 # harness says when it is not root, and the row's `dedicated` object says what applied.
 _ONLY_TOKIO = _RCLCPP | {'rclrs_tokio_traced', 'rclrs_tokio_linger', 'rclrs_tokio_1thread',
-                         'rclrs_basic', 'raw_rcl',
+                         'rclrs_tokio_follow_load', 'rclrs_basic', 'raw_rcl',
                          'raw_push'}
 for _name, _extra_args in [('cpu_10kHz', ()), ('latency_1kHz', ()), ('latency_1kHz_xproc', ()),
                            ('latency_1kHz_contended', ('--fifo-priority', '80'))]:
@@ -170,6 +170,9 @@ EXECUTORS = {
     # The same executor with one pool thread (`worker_threads(1)`) instead of one per
     # core: on two cores an in-process publisher takes a core of its own.
     'rclrs_tokio_1thread': ('rclrs_tokio_benchmarks', 'bench_node', None),
+    # The same executor with `follow_load`: Worker tasks move between the pool threads as
+    # their load says (light ones gather on one thread, a saturated thread sheds one).
+    'rclrs_tokio_follow_load': ('rclrs_tokio_benchmarks', 'bench_node', None),
     'rclrs_basic': ('rclrs_tokio_benchmarks', 'bench_node', 'timer_node'),
     'raw_rcl': ('rclrs_tokio_benchmarks', 'bench_node', None),
     # The push-driven floor: rcl push callbacks unpark one thread that takes until empty.
@@ -185,6 +188,7 @@ EXECUTORS = {
 VARIANTS = {'rclrs_tokio_traced': ('rclrs_tokio', ('--stage-tracing',)),
             'rclrs_tokio_linger': ('rclrs_tokio', ('--linger-us', '30')),
             'rclrs_tokio_1thread': ('rclrs_tokio', ('--threads', '1')),
+            'rclrs_tokio_follow_load': ('rclrs_tokio', ('--follow-load',)),
             'rclcpp_events_ipc': ('rclcpp_events', ('--intra-process',))}
 # Executors that apply to a few scenarios only: name -> those scenarios.
 ONLY_IN = {'rclcpp_events_ipc': frozenset({'fanout', 'fanout_64KB', 'fanout_1kHz'})}

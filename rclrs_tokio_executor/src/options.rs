@@ -24,6 +24,7 @@ pub struct TokioExecutorOptions {
     pub(crate) stop_on_signals: bool,
     pub(crate) dedicated_workers: Option<DedicatedWorkers>,
     pub(crate) linger: std::time::Duration,
+    pub(crate) follow_load: bool,
 }
 
 impl Default for TokioExecutorOptions {
@@ -38,6 +39,7 @@ impl Default for TokioExecutorOptions {
             stop_on_signals: false,
             dedicated_workers: None,
             linger: std::time::Duration::ZERO,
+            follow_load: false,
         }
     }
 }
@@ -114,6 +116,20 @@ impl TokioExecutorOptions {
     /// one Worker fewer than the machine has cores lingers at a time.
     pub fn linger(mut self, linger: std::time::Duration) -> Self {
         self.linger = linger;
+        self
+    }
+
+    /// Let Worker tasks move between the pool's threads as their load says (default
+    /// off: a Worker stays on the thread it was placed on, fewest Workers first). Light
+    /// Workers gather on one thread, which is then woken once per burst of messages
+    /// instead of once per thread; when a thread's Workers keep it more than 80 % busy,
+    /// one moves to an idler thread. A Worker's callbacks stay in order and one at a
+    /// time across a move, which happens only between its turns. The price: two
+    /// Workers sharing a thread wait for each other's callbacks until the load moves
+    /// one away (20 ms windows), so a Worker with rare long callbacks can delay another.
+    /// Ignored with [`Self::runtime_handle`] and for dedicated Workers.
+    pub fn follow_load(mut self, on: bool) -> Self {
+        self.follow_load = on;
         self
     }
 }

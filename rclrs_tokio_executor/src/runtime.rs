@@ -28,7 +28,9 @@
 //! - [`panics`]: how a contained panic is reported.
 //! - [`signals`]: SIGINT and SIGTERM ending spins, for executors that opt in.
 //! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
-//!   task on exactly one of them, or a runtime the user hands in.
+//!   task on exactly one of them at a time, or a runtime the user hands in.
+//! - [`placement`]: with `follow_load`, Worker tasks moving between the pool's threads:
+//!   light ones gather on one thread, a saturated thread hands one to an idler thread.
 //! - [`dedicated_thread`]: a Worker on an OS thread of its own (sync mode), parked on a
 //!   futex between items, optionally pinned and under SCHED_FIFO; the same drain loop.
 //!
@@ -60,6 +62,7 @@ pub(crate) mod entity;
 pub(crate) mod fallback_waiter;
 pub(crate) mod mailbox;
 pub(crate) mod panics;
+pub(crate) mod placement;
 pub(crate) mod shared;
 pub(crate) mod signals;
 pub(crate) mod spin;

@@ -786,6 +786,12 @@ suite!(
     |context| context.create_tokio_executor(),
     stricter_than_basic
 );
+// Worker tasks moving between two pool threads as their load says.
+suite!(
+    tokio_follow_load,
+    |context| support::follow_load_executor(context, "rclrs-tokio"),
+    stricter_than_basic
+);
 // Every Worker on a thread of its own, asking for a core that does not exist and a
 // SCHED_FIFO priority above Linux's 99: both refused (and logged once), and the
 // contract holds all the same.

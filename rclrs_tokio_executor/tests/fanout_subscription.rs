@@ -635,6 +635,14 @@ suite!(
     |context| context.create_tokio_executor(),
     [a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others]
 );
+// Worker tasks moving between two pool threads as their load says. Not the slow-Worker
+// case: with `follow_load` light Workers share a thread, and one that turns slow holds
+// the others back until the load moves it away (the option's documented price).
+suite!(
+    tokio_follow_load,
+    |context| support::follow_load_executor(context, "rclrs-tokio"),
+    []
+);
 suite!(
     tokio_dedicated,
     |context| {

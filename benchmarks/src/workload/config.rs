@@ -170,6 +170,10 @@ pub struct BenchArgs {
     /// (rclrs_tokio's `linger` option; default 0, off).
     #[arg(long = "linger-us", default_value_t = 0)]
     pub linger_us: u64,
+    /// Let Worker tasks move between the pool's threads as their load says
+    /// (rclrs_tokio's `follow_load` option; default off).
+    #[arg(long = "follow-load")]
+    pub follow_load: bool,
     /// One fan-out subscription (`rclrs_tokio_executor::FanoutSubscription`) with
     /// `--subscriptions` callbacks over `--workers` Workers, instead of that many
     /// subscriptions: each message is taken once (rclrs_tokio and rclrs_basic).
@@ -237,6 +241,8 @@ pub struct Config {
     pub dedicated: Option<DedicatedWorkers>,
     /// `--linger-us`.
     pub linger: Duration,
+    /// `--follow-load`.
+    pub follow_load: bool,
     /// `--shared-subscription`.
     pub shared_subscription: bool,
     /// `--fanout-on-worker`.
@@ -292,6 +298,9 @@ impl Config {
         if args.linger_us > 0 && args.executor != ExecutorName::RclrsTokio {
             return Err("--linger-us: only rclrs_tokio lingers".into());
         }
+        if args.follow_load && args.executor != ExecutorName::RclrsTokio {
+            return Err("--follow-load: only rclrs_tokio places Workers by load".into());
+        }
         if args.dedicated_workers && args.executor != ExecutorName::RclrsTokio {
             return Err("--dedicated-workers: only rclrs_tokio has dedicated Workers".into());
         }
@@ -326,6 +335,7 @@ impl Config {
             stage_tracing: args.stage_tracing,
             dedicated,
             linger: Duration::from_micros(args.linger_us),
+            follow_load: args.follow_load,
             shared_subscription: args.shared_subscription,
             fanout_on_worker: args.fanout_on_worker,
         })

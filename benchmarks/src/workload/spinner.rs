@@ -51,7 +51,8 @@ impl Setup {
             "rclrs_tokio" => {
                 let mut options = TokioExecutorOptions::new()
                     .stage_tracing(config.stage_tracing)
-                    .linger(config.linger);
+                    .linger(config.linger)
+                    .follow_load(config.follow_load);
                 if config.threads > 0 {
                     options = options.worker_threads(config.threads);
                 }

@@ -35,6 +35,8 @@ pub(crate) struct ExecutorShared {
     /// How long a streaming Worker watches its mailbox before parking (`linger`; zero:
     /// never).
     pub(crate) linger: std::time::Duration,
+    /// Worker tasks move between pool threads as their load says (`follow_load`).
+    pub(crate) follow_load: bool,
     shutdown: AtomicBool,
     /// Entities were added since the last spin began: as the basic executor's wait set,
     /// whose guard condition such a change triggers, the next `spin_once` counts that
@@ -67,6 +69,7 @@ impl ExecutorShared {
             max_lingering: std::thread::available_parallelism()
                 .map_or(0, |n| n.get().saturating_sub(1)),
             linger: options.linger,
+            follow_load: options.follow_load,
             shutdown: AtomicBool::new(false),
             entities_changed: AtomicBool::new(false),
             stops_on_signals: options.stop_on_signals,

@@ -13,22 +13,26 @@
 //! So each Worker task is placed on one of `n` threads, each running a current-thread
 //! Tokio runtime with I/O and timers enabled: a wake-up unparks exactly the thread that
 //! owns the task. Workers are spread over the threads (fewest Workers first), so
-//! different Workers still run in parallel; async tasks go round-robin. Callbacks run
-//! inside a Tokio runtime context, so `tokio::spawn`, timers and I/O work there.
-//! Users who prefer work stealing pass a multi-thread runtime's handle instead.
+//! different Workers still run in parallel; async tasks go round-robin. With
+//! `follow_load`, Worker tasks then move between the threads as their load says (see
+//! [`placement`](super::placement)). Callbacks run inside a Tokio runtime context, so
+//! `tokio::spawn`, timers and I/O work there. Users who prefer work stealing pass a
+//! multi-thread runtime's handle instead.
 
+use super::placement::{self, Home, ThreadLoad};
 use std::future::Future;
 use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc, Mutex,
 };
+use std::time::Instant;
 use tokio::{runtime::Handle, sync::oneshot, task::JoinHandle};
 
 /// One thread running a current-thread runtime until the pool shuts down.
 pub(crate) struct PoolThread {
     handle: Handle,
-    /// Worker tasks placed here and still running.
-    workers: Arc<AtomicUsize>,
+    /// The Worker tasks placed here, and how busy they keep the thread.
+    load: Arc<ThreadLoad>,
 }
 
 pub(crate) enum Threads {
@@ -68,7 +72,7 @@ impl Threads {
                 })?;
             threads.push(PoolThread {
                 handle,
-                workers: Arc::default(),
+                load: Arc::default(),
             });
             stop.push(stop_tx);
         }
@@ -94,28 +98,37 @@ impl Threads {
         }
     }
 
-    /// Spawn a Worker task: on the pool thread with the fewest Workers.
-    pub(crate) fn spawn_worker<F>(&self, task: F)
+    /// Spawn a Worker task: on pool thread `at`, or else the one with the fewest Workers;
+    /// `task` gets the placement (`None` on a user's runtime) and holds it while it runs.
+    pub(crate) fn spawn_worker<F>(&self, at: Option<usize>, task: impl FnOnce(Option<Home>) -> F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
         match self {
             Self::Pool { threads, .. } => {
-                let thread = threads
-                    .iter()
-                    .min_by_key(|t| t.workers.load(Ordering::Relaxed))
-                    .expect("a pool has at least one thread");
-                thread.workers.fetch_add(1, Ordering::Relaxed);
-                let placed = PlacedWorker(Arc::clone(&thread.workers));
-                thread.handle.spawn(async move {
-                    let _placed = placed;
-                    task.await
+                let index = at.filter(|&i| i < threads.len()).unwrap_or_else(|| {
+                    (0..threads.len())
+                        .min_by_key(|&i| threads[i].load.workers())
+                        .expect("a pool has at least one thread")
                 });
+                let thread = &threads[index];
+                let home = Home::new(index, Arc::clone(&thread.load));
+                thread.handle.spawn(task(Some(home)));
             }
             Self::External { handle, .. } => {
-                handle.spawn(task);
+                handle.spawn(task(None));
             }
         }
+    }
+
+    /// Whether the Worker task at `home` should move to another pool thread, and which
+    /// (see [`placement::decide`]).
+    pub(crate) fn decide_move(&self, home: &Home, now: Instant) -> Option<usize> {
+        let Self::Pool { threads, .. } = self else {
+            return None;
+        };
+        let loads: Vec<Arc<ThreadLoad>> = threads.iter().map(|t| Arc::clone(&t.load)).collect();
+        placement::decide(&loads, home.index, now)
     }
 
     /// Spawn an async task: on the current pool thread when called from one (it is
@@ -147,7 +160,7 @@ impl Threads {
         match self {
             Self::Pool { threads, .. } => threads
                 .iter()
-                .min_by_key(|t| t.workers.load(Ordering::Relaxed))
+                .min_by_key(|t| t.load.workers())
                 .expect("a pool has at least one thread")
                 .handle
                 .clone(),
@@ -171,14 +184,5 @@ impl Threads {
                 let _ = sender.send(());
             }
         }
-    }
-}
-
-/// Counts a Worker task on its pool thread until the task ends.
-struct PlacedWorker(Arc<AtomicUsize>);
-
-impl Drop for PlacedWorker {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }

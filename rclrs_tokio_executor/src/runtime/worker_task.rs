@@ -3,7 +3,9 @@
 //! A Tokio task is never polled by two threads at once, so whatever this task does for
 //! its Worker happens one thing at a time and in mailbox order, and it needs no lock on
 //! the Worker's payload: it owns it. Different Workers are different tasks, which the
-//! pool runs in parallel on its threads.
+//! pool runs in parallel on its threads. With `follow_load` a task may move to another
+//! pool thread between turns: it leaves its loop with nothing in flight and is spawned
+//! again there, owning the same mailbox, entities and payload (see `placement`).
 //!
 //! The task has two inputs:
 //! - a **control** channel for bookkeeping that must happen whether or not the executor
@@ -36,6 +38,7 @@ use crate::runtime::{
     fallback_waiter::FallbackWaiter,
     mailbox::{self, LentPayload, MailItem, MailboxReceiver, MailboxSender},
     panics::log_panic,
+    placement::{Home, WINDOW},
     shared::ExecutorShared,
     turn::{self, Turn},
     workers::{Control, WorkerEntry},
@@ -49,6 +52,7 @@ use rclrs::{
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 /// How many mailbox items a Worker runs before yielding to other tasks (it also yields
@@ -86,6 +90,10 @@ pub(crate) struct WorkerTask {
     orphaned: bool,
     linger: LingerState,
     fallback: Option<FallbackWaiter>,
+    /// Where the task runs on the pool (`None` on a user's runtime or its own thread).
+    home: Option<Home>,
+    /// With `follow_load`: when to ask next whether to move (see `placement`).
+    next_placement_check: Option<Instant>,
 }
 
 impl WorkerTask {
@@ -133,39 +141,83 @@ impl WorkerTask {
             orphaned: false,
             linger: LingerState::new(shared.linger),
             fallback: None,
+            home: None,
+            next_placement_check: None,
         };
         match dedicated {
-            None => shared.threads.spawn_worker(task.run()),
+            None => task.spawn_on_pool(None),
             Some(dedicated) => {
                 let counters = Arc::clone(&task.counters);
+                let on_thread = async move {
+                    let mut task = task;
+                    task.run().await;
+                };
                 if let Err((err, task)) =
-                    dedicated_thread::spawn(&shared, &dedicated, counters, task.run())
+                    dedicated_thread::spawn(&shared, &dedicated, counters, on_thread)
                 {
                     log_error!(
                         "rclrs_tokio_executor",
                         "no thread for a dedicated Worker ({err}); it runs on the Tokio threads"
                     );
-                    shared.threads.spawn_worker(task);
+                    shared.threads.spawn_worker(None, |home| async move {
+                        let _counted = home;
+                        task.await
+                    });
                 }
             }
         }
         (control_tx, mailbox_tx)
     }
 
-    async fn run(mut self) {
+    /// Run on pool thread `at` (or the one with the fewest Workers), and on whichever
+    /// thread the load sends it to next (see `placement`).
+    fn spawn_on_pool(self, at: Option<usize>) {
+        let shared = Arc::clone(&self.shared);
+        shared.threads.spawn_worker(at, move |home| {
+            let mut task = self;
+            task.next_placement_check =
+                (task.shared.follow_load && home.is_some()).then(|| Instant::now() + WINDOW);
+            task.home = home;
+            async move {
+                if let Some(target) = task.run().await {
+                    // Nothing is in flight between turns: leave this thread's count,
+                    // then start again on the other thread, mailbox and all.
+                    task.home = None;
+                    task.spawn_on_pool(Some(target));
+                }
+            }
+        });
+    }
+
+    /// Whether the load says to move to another pool thread now (checked once per
+    /// window, between turns).
+    fn placement_due(&mut self) -> Option<usize> {
+        let due = self.next_placement_check?;
+        let now = Instant::now();
+        if now < due {
+            return None;
+        }
+        self.next_placement_check = Some(now + WINDOW);
+        let home = self.home.as_ref()?;
+        self.shared.threads.decide_move(home, now)
+    }
+
+    /// Run until the task ends (`None`), or until the load says to move to another
+    /// pool thread (`Some` of its index).
+    async fn run(&mut self) -> Option<usize> {
         let shared = Arc::clone(&self.shared);
         loop {
             while let Ok(control) = self.control.try_recv() {
                 if self.handle_control(control) {
-                    return;
+                    return None;
                 }
             }
             if self.gated && !shared.gate.is_open() {
                 tokio::select! {
                     biased;
                     control = self.control.recv() => match control {
-                        Some(control) => if self.handle_control(control) { return },
-                        None => return,
+                        Some(control) => if self.handle_control(control) { return None },
+                        None => return None,
                     },
                     _ = shared.gate.opened() => {}
                 }
@@ -180,14 +232,14 @@ impl WorkerTask {
                     biased;
                     control = self.control.recv() => {
                         match control {
-                            Some(control) => if self.handle_control(control) { return },
-                            None => return,
+                            Some(control) => if self.handle_control(control) { return None },
+                            None => return None,
                         }
                         continue;
                     }
                     item = self.mailbox.recv() => match item {
                         Some(item) => item,
-                        None => return,
+                        None => return None,
                     },
                     // Deferred entities go back into the mailbox when a new pass begins.
                     _ = shared.gate.opened_after(pass), if waiting_for_pass => continue,
@@ -196,7 +248,10 @@ impl WorkerTask {
             let streaming = self.linger.streaming();
             let budget_used = self.run_batch(first).await;
             if self.is_done() {
-                return;
+                return None;
+            }
+            if let Some(target) = self.placement_due() {
+                return Some(target);
             }
             if budget_used {
                 tokio::task::yield_now().await;
@@ -238,7 +293,11 @@ impl WorkerTask {
             };
             let started = std::time::Instant::now();
             let worked = self.process(item).await;
-            self.counters.was_busy(started.elapsed());
+            let busy = started.elapsed();
+            self.counters.was_busy(busy);
+            if let (Some(home), Some(_)) = (&self.home, self.next_placement_check) {
+                home.load.add_busy(busy);
+            }
             self.mailbox.finished_one();
             match flight {
                 Some(flight) if worked => flight.finish_with_work(),

@@ -1,0 +1,240 @@
+//! Placement that follows load: which pool thread a Worker task runs on, when
+//! `TokioExecutorOptions::follow_load` is on.
+//!
+//! # Why
+//!
+//! Workers start spread over the pool threads (fewest Workers first). That is right for
+//! Workers that keep a thread busy and wrong for light ones: a thread busy a fifth of
+//! the time parks after nearly every message and is woken again for the next, and on a
+//! VM a wake-up can cost more CPU than the take and callback it hands over (README,
+//! "Where the two-core gaps come from"). One thread serving every light Worker is woken
+//! once per burst instead of once per Worker.
+//!
+//! # Protocol
+//!
+//! Each pool thread counts the time its Worker tasks spend running items
+//! ([`ThreadLoad::add_busy`]) and turns it into a busy fraction once per [`WINDOW`].
+//! Between turns, at most once per window, a Worker task asks [`decide`] whether to move:
+//! - **gather**: if its thread and another were busy less than [`GATHER_BELOW`] of one
+//!   thread together, and the other runs at least as many Workers (on a tie, the one with
+//!   the lower index), it moves there; light Workers end up on one thread;
+//! - **spread**: if its thread was busy more than [`SPREAD_ABOVE`] and runs other
+//!   Workers too, it moves to the least busy thread, if that one was busy less than
+//!   [`GATHER_BELOW`].
+//!
+//! The gap between the two thresholds keeps a Worker from moving back and forth, and a
+//! thread that just gained or lost a Worker is left alone for [`SETTLE`], so the effect
+//! of one move is measured before the next.
+//!
+//! A move happens only between turns, with no callback in flight: the Worker task
+//! returns from its loop and is spawned again on the other thread's runtime, keeping its
+//! mailbox, entities and stashed item, so its callbacks stay in order and one at a time.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often busy fractions are recomputed, and a Worker asks whether to move.
+pub(crate) const WINDOW: Duration = Duration::from_millis(20);
+/// After a move, neither thread takes part in another for this long.
+pub(crate) const SETTLE: Duration = Duration::from_millis(60);
+/// Two threads busy less than this together share one thread.
+pub(crate) const GATHER_BELOW: f64 = 0.7;
+/// A thread busy more than this hands one of its Workers to an idler thread.
+pub(crate) const SPREAD_ABOVE: f64 = 0.9;
+
+/// One pool thread's load: its Worker tasks, and the time they spend running items.
+pub(crate) struct ThreadLoad {
+    /// Worker tasks placed on the thread and still running.
+    workers: AtomicUsize,
+    busy_ns: AtomicU64,
+    window: Mutex<Window>,
+}
+
+struct Window {
+    started: Instant,
+    busy_at_start: u64,
+    /// Busy fraction over the last complete window.
+    fraction: f64,
+    /// Until then the thread takes part in no move.
+    settled_at: Instant,
+}
+
+impl Default for ThreadLoad {
+    fn default() -> Self {
+        let now = Instant::now();
+        Self {
+            workers: AtomicUsize::new(0),
+            busy_ns: AtomicU64::new(0),
+            window: Mutex::new(Window {
+                started: now,
+                busy_at_start: 0,
+                fraction: 0.0,
+                settled_at: now,
+            }),
+        }
+    }
+}
+
+impl ThreadLoad {
+    /// Worker tasks placed on this thread.
+    pub(crate) fn workers(&self) -> usize {
+        self.workers.load(Ordering::Relaxed)
+    }
+
+    /// A Worker task on this thread ran items for `busy`.
+    pub(crate) fn add_busy(&self, busy: Duration) {
+        self.busy_ns
+            .fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The busy fraction over the last complete window (closing the window if it is
+    /// over), and whether the thread is settled.
+    fn sample(&self, now: Instant) -> (f64, bool) {
+        let mut window = self.window.lock().unwrap();
+        let elapsed = now.saturating_duration_since(window.started);
+        if elapsed >= WINDOW {
+            let busy = self.busy_ns.load(Ordering::Relaxed);
+            window.fraction =
+                busy.saturating_sub(window.busy_at_start) as f64 / elapsed.as_nanos() as f64;
+            window.started = now;
+            window.busy_at_start = busy;
+        }
+        (window.fraction, now >= window.settled_at)
+    }
+
+    fn unsettle(&self, now: Instant) {
+        self.window.lock().unwrap().settled_at = now + SETTLE;
+    }
+}
+
+/// Where a Worker task is placed on the pool: counted on its thread until dropped.
+pub(crate) struct Home {
+    pub(crate) index: usize,
+    pub(crate) load: Arc<ThreadLoad>,
+}
+
+impl Home {
+    pub(crate) fn new(index: usize, load: Arc<ThreadLoad>) -> Self {
+        load.workers.fetch_add(1, Ordering::Relaxed);
+        Self { index, load }
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        self.load.workers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether a Worker task on thread `home` of `loads` should move, and where to (see the
+/// module's protocol). Marks both threads unsettled when it says yes.
+pub(crate) fn decide(loads: &[Arc<ThreadLoad>], home: usize, now: Instant) -> Option<usize> {
+    let samples: Vec<(f64, bool)> = loads.iter().map(|load| load.sample(now)).collect();
+    let (own, settled) = samples[home];
+    if !settled {
+        return None;
+    }
+    let workers: Vec<usize> = loads.iter().map(|load| load.workers()).collect();
+    let samples = &samples;
+    let others = || (0..loads.len()).filter(move |&t| t != home && samples[t].1);
+    let gather = others()
+        .filter(|&t| {
+            workers[t] > 0
+                && (workers[t] > workers[home] || (workers[t] == workers[home] && t < home))
+                && own + samples[t].0 < GATHER_BELOW
+        })
+        .max_by_key(|&t| workers[t]);
+    let spread = || {
+        (own > SPREAD_ABOVE && workers[home] > 1)
+            .then(|| {
+                others()
+                    .filter(|&t| samples[t].0 < GATHER_BELOW)
+                    .min_by(|&a, &b| samples[a].0.total_cmp(&samples[b].0))
+            })
+            .flatten()
+    };
+    let target = gather.or_else(spread)?;
+    loads[home].unsettle(now);
+    loads[target].unsettle(now);
+    Some(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Threads with these Worker counts and busy fractions over one window.
+    fn pool(threads: &[(usize, f64)]) -> (Vec<Arc<ThreadLoad>>, Vec<Home>, Instant) {
+        let start = Instant::now() - 2 * SETTLE;
+        let mut homes = Vec::new();
+        let loads: Vec<_> = threads
+            .iter()
+            .enumerate()
+            .map(|(index, &(workers, fraction))| {
+                let load = Arc::new(ThreadLoad::default());
+                {
+                    let mut window = load.window.lock().unwrap();
+                    window.started = start;
+                    window.settled_at = start;
+                }
+                for _ in 0..workers {
+                    homes.push(Home::new(index, Arc::clone(&load)));
+                }
+                let busy = (fraction * (2 * SETTLE).as_nanos() as f64) as u64;
+                load.busy_ns.store(busy, Ordering::Relaxed);
+                load
+            })
+            .collect();
+        (loads, homes, Instant::now())
+    }
+
+    #[test]
+    fn light_workers_gather_on_the_thread_with_more_workers() {
+        let (loads, _homes, now) = pool(&[(2, 0.2), (1, 0.1)]);
+        assert_eq!(decide(&loads, 1, now), Some(0));
+    }
+
+    #[test]
+    fn on_a_tie_the_lower_index_keeps_its_workers() {
+        let (loads, _homes, now) = pool(&[(1, 0.1), (1, 0.1)]);
+        assert_eq!(decide(&loads, 0, now), None);
+        assert_eq!(decide(&loads, 1, now), Some(0));
+    }
+
+    #[test]
+    fn busy_workers_stay_apart() {
+        let (loads, _homes, now) = pool(&[(1, 0.6), (1, 0.6)]);
+        assert_eq!(decide(&loads, 0, now), None);
+        assert_eq!(decide(&loads, 1, now), None);
+    }
+
+    #[test]
+    fn a_saturated_thread_hands_a_worker_to_an_idle_one() {
+        let (loads, _homes, now) = pool(&[(2, 0.95), (0, 0.0)]);
+        assert_eq!(decide(&loads, 0, now), Some(1));
+    }
+
+    #[test]
+    fn a_saturated_thread_with_one_worker_keeps_it() {
+        let (loads, _homes, now) = pool(&[(1, 0.95), (0, 0.0)]);
+        assert_eq!(decide(&loads, 0, now), None);
+    }
+
+    #[test]
+    fn a_move_settles_both_threads_before_the_next() {
+        let (loads, _homes, now) = pool(&[(2, 0.2), (1, 0.1)]);
+        assert_eq!(decide(&loads, 1, now), Some(0));
+        assert_eq!(decide(&loads, 1, now), None);
+        assert_eq!(decide(&loads, 1, now + SETTLE + WINDOW), Some(0));
+    }
+
+    #[test]
+    fn a_home_counts_its_worker_until_dropped() {
+        let load = Arc::new(ThreadLoad::default());
+        let home = Home::new(0, Arc::clone(&load));
+        assert_eq!(load.workers(), 1);
+        drop(home);
+        assert_eq!(load.workers(), 0);
+    }
+}

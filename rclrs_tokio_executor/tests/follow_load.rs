@@ -1,0 +1,150 @@
+//! Placement that follows load (`TokioExecutorOptions::follow_load`): light Workers
+//! gather on one pool thread, busy ones spread over the threads, and a Worker's
+//! callbacks stay in order across moves. The behaviour suite
+//! (`executor_behaviour.rs`, `tokio_follow_load::*`) checks the rest of the contract.
+
+mod support;
+
+use rclrs::*;
+use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
+use ros_env::std_msgs::msg::Int32;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{follow_load_executor, publish_until, spin_for, spin_until, unique, wait_matched};
+
+/// What one Worker saw: the data of each message in arrival order, and the thread each
+/// callback ran on.
+#[derive(Default)]
+struct Seen {
+    data: Vec<i32>,
+    threads: Vec<String>,
+}
+
+/// One Worker of the test, its subscription, and what it saw.
+type Watched = (Worker<()>, WorkerSubscription<Int32, ()>, Arc<Mutex<Seen>>);
+
+/// Two Workers, each with a subscription to `topic` that records what it saw and burns
+/// `work` of CPU per message while `busy` is set.
+fn two_workers(node: &Node, topic: &str, busy: &Arc<AtomicBool>, work: Duration) -> Vec<Watched> {
+    (0..2)
+        .map(|_| {
+            let worker = node.create_worker(());
+            let seen = Arc::new(Mutex::new(Seen::default()));
+            let record = Arc::clone(&seen);
+            let busy = Arc::clone(busy);
+            let subscription = worker
+                .create_subscription(topic.keep_all(), move |_: &mut (), m: Int32| {
+                    if busy.load(Ordering::Relaxed) {
+                        let until = Instant::now() + work;
+                        while Instant::now() < until {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    let mut seen = record.lock().unwrap();
+                    seen.data.push(m.data);
+                    let name = std::thread::current().name().unwrap_or("").to_string();
+                    seen.threads.push(name);
+                })
+                .unwrap();
+            (worker, subscription, seen)
+        })
+        .collect()
+}
+
+/// The threads the two Workers' last `n` callbacks ran on.
+fn recent_threads(workers: &[Watched], n: usize) -> Vec<HashSet<String>> {
+    workers
+        .iter()
+        .map(|(_, _, seen)| {
+            let seen = seen.lock().unwrap();
+            seen.threads.iter().rev().take(n).cloned().collect()
+        })
+        .collect()
+}
+
+/// Publish 0, 1, 2, ... on `topic` about 2,000 times a second, once both Workers'
+/// subscriptions matched, until the flag returned is set.
+fn stream(node: &Node, topic: &str) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let publisher = node.create_publisher::<Int32>(topic.keep_all()).unwrap();
+    wait_matched(&publisher, 2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let publishing = publish_until(publisher, &stop, Some(Duration::from_micros(500)));
+    (stop, publishing)
+}
+
+#[test]
+fn light_workers_gather_on_one_thread_and_busy_ones_spread_again() {
+    let context = Context::default_from_env().unwrap();
+    let name = unique("fl");
+    let mut executor = follow_load_executor(&context, &name);
+    let node = executor
+        .create_node(unique("follow_load").as_str())
+        .unwrap();
+    let topic = unique("follow_load_topic");
+    let busy = Arc::new(AtomicBool::new(false));
+    let workers = two_workers(&node, &topic, &busy, Duration::from_micros(300));
+    let (stop, publishing) = stream(&node, &topic);
+
+    // Placed fewest-Workers-first, the two start on different threads; light, they end
+    // up on one.
+    spin_until(&mut executor, || {
+        let threads = recent_threads(&workers, 20);
+        threads.iter().all(|t| t.len() == 1) && threads[0] == threads[1]
+    });
+
+    // Busy (300 µs per message each, at up to 2 kHz: more than half a core each), one
+    // thread cannot keep up with both; one of them moves away.
+    busy.store(true, Ordering::Relaxed);
+    spin_until(&mut executor, || {
+        let threads = recent_threads(&workers, 20);
+        threads.iter().all(|t| t.len() == 1) && threads[0] != threads[1]
+    });
+
+    stop.store(true, Ordering::Relaxed);
+    publishing.join().unwrap();
+    spin_for(&mut executor, Duration::from_millis(100));
+
+    // Across the moves each Worker saw the stream in order, none twice, none skipped.
+    for (_, _, seen) in &workers {
+        let seen = seen.lock().unwrap();
+        assert!(
+            seen.data.windows(2).all(|w| w[1] == w[0] + 1),
+            "out of order or missing: {:?}",
+            seen.data.windows(2).find(|w| w[1] != w[0] + 1)
+        );
+        let on_pool = seen.threads.iter().all(|t| t.starts_with(&name));
+        assert!(on_pool, "a callback ran off the pool");
+    }
+}
+
+#[test]
+fn without_the_option_workers_stay_where_they_were_placed() {
+    let context = Context::default_from_env().unwrap();
+    let name = unique("nf");
+    let mut executor = context
+        .create_tokio_executor_with(
+            TokioExecutorOptions::new()
+                .worker_threads(2)
+                .thread_name(&name),
+        )
+        .unwrap();
+    let node = executor.create_node(unique("stays").as_str()).unwrap();
+    let topic = unique("stays_topic");
+    let busy = Arc::new(AtomicBool::new(false));
+    let workers = two_workers(&node, &topic, &busy, Duration::ZERO);
+    let (stop, publishing) = stream(&node, &topic);
+    spin_for(&mut executor, Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    publishing.join().unwrap();
+    let threads = recent_threads(&workers, usize::MAX);
+    assert!(
+        threads.iter().all(|t| t.len() == 1),
+        "a Worker moved: {threads:?}"
+    );
+    assert_ne!(
+        threads[0], threads[1],
+        "both Workers were placed on one thread"
+    );
+}
