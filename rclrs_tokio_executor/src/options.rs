@@ -122,12 +122,15 @@ impl TokioExecutorOptions {
     /// Let Worker tasks move between the pool's threads as their load says (default
     /// off: a Worker stays on the thread it was placed on, fewest Workers first). Light
     /// Workers gather on one thread, which is then woken once per burst of messages
-    /// instead of once per thread; when a thread's Workers keep it more than 80 % busy,
+    /// instead of once per thread; when a thread's Workers keep it more than 90 % busy,
     /// one moves to an idler thread. A Worker's callbacks stay in order and one at a
-    /// time across a move, which happens only between its turns. The price: two
-    /// Workers sharing a thread wait for each other's callbacks until the load moves
-    /// one away (20 ms windows), so a Worker with rare long callbacks can delay another.
-    /// Ignored with [`Self::runtime_handle`] and for dedicated Workers.
+    /// time across a move, which happens only between its turns. A Worker whose
+    /// callbacks once ran longer than 5 ms keeps a thread of its own from then on.
+    /// The price: Workers sharing a thread wait for each other's callbacks, and nothing
+    /// can move a Worker while a callback holds its thread, so the first long callback
+    /// of a Worker (a sleep, a lock, a long computation) holds up the Workers gathered
+    /// with it for as long as it runs. Leave it off for Workers that may block at any
+    /// time. Ignored with [`Self::runtime_handle`] and for dedicated Workers.
     pub fn follow_load(mut self, on: bool) -> Self {
         self.follow_load = on;
         self

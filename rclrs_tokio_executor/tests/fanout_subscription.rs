@@ -636,8 +636,10 @@ suite!(
     [a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others]
 );
 // Worker tasks moving between two pool threads as their load says. Not the slow-Worker
-// case: with `follow_load` light Workers share a thread, and one that turns slow holds
-// the others back until the load moves it away (the option's documented price).
+// case: with `follow_load` the idle Workers gather while the test waits for matching,
+// and the slow one's first 20 ms callback holds the fast one on their shared thread long
+// enough to overflow its queue of 20 (the option's documented price; from then on the
+// slow Worker keeps a thread of its own, see `follow_load.rs`).
 suite!(
     tokio_follow_load,
     |context| support::follow_load_executor(context, "rclrs-tokio"),

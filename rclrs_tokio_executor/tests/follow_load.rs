@@ -12,7 +12,9 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{follow_load_executor, publish_until, spin_for, spin_until, unique, wait_matched};
+use support::{
+    busy_for, follow_load_executor, publish_until, spin_for, spin_until, unique, wait_matched,
+};
 
 /// What one Worker saw: the data of each message in arrival order, and the thread each
 /// callback ran on.
@@ -37,10 +39,7 @@ fn two_workers(node: &Node, topic: &str, busy: &Arc<AtomicBool>, work: Duration)
             let subscription = worker
                 .create_subscription(topic.keep_all(), move |_: &mut (), m: Int32| {
                     if busy.load(Ordering::Relaxed) {
-                        let until = Instant::now() + work;
-                        while Instant::now() < until {
-                            std::hint::spin_loop();
-                        }
+                        busy_for(work);
                     }
                     let mut seen = record.lock().unwrap();
                     seen.data.push(m.data);
@@ -146,5 +145,144 @@ fn without_the_option_workers_stay_where_they_were_placed() {
     assert_ne!(
         threads[0], threads[1],
         "both Workers were placed on one thread"
+    );
+}
+
+#[test]
+fn executors_dropped_while_their_workers_move_end_cleanly() {
+    let context = Context::default_from_env().unwrap();
+    let mut rounds_with_moves = 0;
+    for round in 0..8 {
+        let name = unique(&format!("fd{round}"));
+        let mut executor = follow_load_executor(&context, &name);
+        let node = executor.create_node(unique("moving").as_str()).unwrap();
+        let topic = unique("moving_topic");
+        // Busy and light in turns, 30 ms each: the Workers spread and gather again and
+        // again, so the drop below meets them at any point of a move.
+        let busy = Arc::new(AtomicBool::new(false));
+        let workers = two_workers(&node, &topic, &busy, Duration::from_micros(300));
+        let (stop, publishing) = stream(&node, &topic);
+        let toggling = {
+            let (busy, stop) = (Arc::clone(&busy), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    busy.fetch_xor(true, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(30));
+                }
+            })
+        };
+        spin_for(&mut executor, Duration::from_millis(150 + 40 * round));
+        let seen: Vec<_> = workers.iter().map(|(_, _, s)| Arc::clone(s)).collect();
+        // The executor goes first, with the stream still flowing, then the rest.
+        let dropped = Instant::now();
+        drop(executor);
+        drop(workers);
+        drop(node);
+        assert!(
+            dropped.elapsed() < Duration::from_secs(5),
+            "the drop took {:?}",
+            dropped.elapsed()
+        );
+        stop.store(true, Ordering::Relaxed);
+        publishing.join().unwrap();
+        toggling.join().unwrap();
+        let moved = seen.iter().any(|s| {
+            let threads: HashSet<_> = s.lock().unwrap().threads.iter().cloned().collect();
+            threads.len() > 1
+        });
+        rounds_with_moves += usize::from(moved);
+        for seen in &seen {
+            let seen = seen.lock().unwrap();
+            assert!(
+                !seen.data.is_empty(),
+                "round {round}: a Worker heard nothing"
+            );
+            assert!(
+                seen.data.windows(2).all(|w| w[1] == w[0] + 1),
+                "round {round}: out of order or missing"
+            );
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while support::thread_names()
+            .iter()
+            .any(|t| t.starts_with(&name[..15.min(name.len())]))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: pool threads outlived the executor"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    // Otherwise the drops above never met a Worker that had moved.
+    assert!(
+        rounds_with_moves >= 4,
+        "Workers moved in {rounds_with_moves} of 8 rounds"
+    );
+}
+
+#[test]
+fn a_worker_that_blocked_once_keeps_a_thread_of_its_own() {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = follow_load_executor(&context, &unique("fb"));
+    let node = executor.create_node(unique("blocking").as_str()).unwrap();
+    // Worker `steady` hears a 1 kHz stream; Worker `blocking` sleeps 100 ms for each of
+    // its rare messages. Both are light, so they gather, until the first sleep.
+    let (steady_topic, blocking_topic) = (unique("steady"), unique("blocking"));
+    let heard: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let steady = node.create_worker(());
+    let record = Arc::clone(&heard);
+    let _steady_subscription = steady
+        .create_subscription(
+            steady_topic.as_str().keep_all(),
+            move |_: &mut (), _: Int32| {
+                record.lock().unwrap().push(Instant::now());
+            },
+        )
+        .unwrap();
+    let blocking = node.create_worker(());
+    let _blocking_subscription = blocking
+        .create_subscription(
+            blocking_topic.as_str().keep_all(),
+            |_: &mut (), _: Int32| {
+                std::thread::sleep(Duration::from_millis(100));
+            },
+        )
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(steady_topic.as_str().keep_all())
+        .unwrap();
+    let rare = node
+        .create_publisher::<Int32>(blocking_topic.as_str().keep_all())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    wait_matched(&rare, 1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let publishing = publish_until(publisher, &stop, Some(Duration::from_millis(1)));
+    let sleeps = 8;
+    let interrupting = std::thread::spawn(move || {
+        for data in 0..sleeps {
+            // Long enough apart for the two to gather again between sleeps.
+            std::thread::sleep(Duration::from_millis(500));
+            rare.publish(Int32 { data }).unwrap();
+        }
+    });
+    spin_for(
+        &mut executor,
+        Duration::from_millis(500 * sleeps as u64 + 400),
+    );
+    stop.store(true, Ordering::Relaxed);
+    publishing.join().unwrap();
+    interrupting.join().unwrap();
+    let heard = heard.lock().unwrap();
+    let held = heard
+        .windows(2)
+        .filter(|w| w[1] - w[0] >= Duration::from_millis(80))
+        .count();
+    assert!(heard.len() > 1000, "heard only {}", heard.len());
+    // At most the first sleep holds the steady Worker (if they had gathered by then).
+    assert!(
+        held <= 1,
+        "the steady Worker was held up {held} times of {sleeps}"
     );
 }

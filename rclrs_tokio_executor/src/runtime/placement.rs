@@ -22,6 +22,14 @@
 //!   Workers too, it moves to the least busy thread, if that one was busy less than
 //!   [`GATHER_BELOW`].
 //!
+//! - **keep blockers apart**: a Worker that once ran callbacks averaging more than
+//!   [`LONG_CALLBACK`] in one item (a sleep, a lock, a long computation) is a *blocker*
+//!   from then on ([`Home::mark_blocker`]): it never gathers with others, nobody gathers
+//!   onto its thread, and another Worker on its thread moves to the least busy thread
+//!   without a blocker, if that one was busy less than [`GATHER_BELOW`]. Moves are
+//!   decided between turns, so a gathered Worker still waits out the first long
+//!   callback of its neighbour, but not the next ones.
+//!
 //! The gap between the two thresholds keeps a Worker from moving back and forth, and a
 //! thread that just gained or lost a Worker is left alone for [`SETTLE`], so the effect
 //! of one move is measured before the next.
@@ -42,11 +50,16 @@ pub(crate) const SETTLE: Duration = Duration::from_millis(60);
 pub(crate) const GATHER_BELOW: f64 = 0.7;
 /// A thread busy more than this hands one of its Workers to an idler thread.
 pub(crate) const SPREAD_ABOVE: f64 = 0.9;
+/// A Worker whose callbacks in one item took longer than this on average keeps a thread
+/// of its own from then on.
+pub(crate) const LONG_CALLBACK: Duration = Duration::from_millis(5);
 
 /// One pool thread's load: its Worker tasks, and the time they spend running items.
 pub(crate) struct ThreadLoad {
     /// Worker tasks placed on the thread and still running.
     workers: AtomicUsize,
+    /// Of those, the blockers (see the module's protocol).
+    blockers: AtomicUsize,
     busy_ns: AtomicU64,
     window: Mutex<Window>,
 }
@@ -65,6 +78,7 @@ impl Default for ThreadLoad {
         let now = Instant::now();
         Self {
             workers: AtomicUsize::new(0),
+            blockers: AtomicUsize::new(0),
             busy_ns: AtomicU64::new(0),
             window: Mutex::new(Window {
                 started: now,
@@ -80,6 +94,10 @@ impl ThreadLoad {
     /// Worker tasks placed on this thread.
     pub(crate) fn workers(&self) -> usize {
         self.workers.load(Ordering::Relaxed)
+    }
+
+    fn blockers(&self) -> usize {
+        self.blockers.load(Ordering::Relaxed)
     }
 
     /// A Worker task on this thread ran items for `busy`.
@@ -112,35 +130,56 @@ impl ThreadLoad {
 pub(crate) struct Home {
     pub(crate) index: usize,
     pub(crate) load: Arc<ThreadLoad>,
+    blocker: bool,
 }
 
 impl Home {
     pub(crate) fn new(index: usize, load: Arc<ThreadLoad>) -> Self {
         load.workers.fetch_add(1, Ordering::Relaxed);
-        Self { index, load }
+        Self {
+            index,
+            load,
+            blocker: false,
+        }
+    }
+
+    /// The Worker placed here blocks (see [`LONG_CALLBACK`]); counted on its thread
+    /// until the home is dropped.
+    pub(crate) fn mark_blocker(&mut self) {
+        if !self.blocker {
+            self.blocker = true;
+            self.load.blockers.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
 impl Drop for Home {
     fn drop(&mut self) {
         self.load.workers.fetch_sub(1, Ordering::Relaxed);
+        if self.blocker {
+            self.load.blockers.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
-/// Whether a Worker task on thread `home` of `loads` should move, and where to (see the
-/// module's protocol). Marks both threads unsettled when it says yes.
-pub(crate) fn decide(loads: &[Arc<ThreadLoad>], home: usize, now: Instant) -> Option<usize> {
+/// Whether the Worker task at `home`, one of the threads of `loads`, should move, and
+/// where to (see the module's protocol). Marks both threads unsettled when it says yes.
+pub(crate) fn decide(loads: &[Arc<ThreadLoad>], at: &Home, now: Instant) -> Option<usize> {
+    let home = at.index;
     let samples: Vec<(f64, bool)> = loads.iter().map(|load| load.sample(now)).collect();
     let (own, settled) = samples[home];
     if !settled {
         return None;
     }
     let workers: Vec<usize> = loads.iter().map(|load| load.workers()).collect();
+    let blockers: Vec<usize> = loads.iter().map(|load| load.blockers()).collect();
     let samples = &samples;
     let others = || (0..loads.len()).filter(move |&t| t != home && samples[t].1);
     let gather = others()
         .filter(|&t| {
-            workers[t] > 0
+            !at.blocker
+                && blockers[t] == 0
+                && workers[t] > 0
                 && (workers[t] > workers[home] || (workers[t] == workers[home] && t < home))
                 && own + samples[t].0 < GATHER_BELOW
         })
@@ -154,7 +193,16 @@ pub(crate) fn decide(loads: &[Arc<ThreadLoad>], home: usize, now: Instant) -> Op
             })
             .flatten()
     };
-    let target = gather.or_else(spread)?;
+    let leave_blocker = || {
+        (!at.blocker && blockers[home] > 0)
+            .then(|| {
+                others()
+                    .filter(|&t| blockers[t] == 0 && samples[t].0 < GATHER_BELOW)
+                    .min_by(|&a, &b| samples[a].0.total_cmp(&samples[b].0))
+            })
+            .flatten()
+    };
+    let target = gather.or_else(spread).or_else(leave_blocker)?;
     loads[home].unsettle(now);
     loads[target].unsettle(now);
     Some(target)
@@ -166,6 +214,14 @@ mod tests {
 
     /// Threads with these Worker counts and busy fractions over one window.
     fn pool(threads: &[(usize, f64)]) -> (Vec<Arc<ThreadLoad>>, Vec<Home>, Instant) {
+        pool_with_blockers(threads, &[])
+    }
+
+    /// The same, where the first Worker of each thread in `blocking` is a blocker.
+    fn pool_with_blockers(
+        threads: &[(usize, f64)],
+        blocking: &[usize],
+    ) -> (Vec<Arc<ThreadLoad>>, Vec<Home>, Instant) {
         let start = Instant::now() - 2 * SETTLE;
         let mut homes = Vec::new();
         let loads: Vec<_> = threads
@@ -178,8 +234,12 @@ mod tests {
                     window.started = start;
                     window.settled_at = start;
                 }
-                for _ in 0..workers {
-                    homes.push(Home::new(index, Arc::clone(&load)));
+                for n in 0..workers {
+                    let mut home = Home::new(index, Arc::clone(&load));
+                    if n == 0 && blocking.contains(&index) {
+                        home.mark_blocker();
+                    }
+                    homes.push(home);
                 }
                 let busy = (fraction * (2 * SETTLE).as_nanos() as f64) as u64;
                 load.busy_ns.store(busy, Ordering::Relaxed);
@@ -189,52 +249,85 @@ mod tests {
         (loads, homes, Instant::now())
     }
 
+    /// The last Worker placed on thread `index`.
+    fn at(homes: &[Home], index: usize) -> &Home {
+        homes
+            .iter()
+            .rev()
+            .find(|h| h.index == index)
+            .expect("a Worker there")
+    }
+
     #[test]
     fn light_workers_gather_on_the_thread_with_more_workers() {
-        let (loads, _homes, now) = pool(&[(2, 0.2), (1, 0.1)]);
-        assert_eq!(decide(&loads, 1, now), Some(0));
+        let (loads, homes, now) = pool(&[(2, 0.2), (1, 0.1)]);
+        assert_eq!(decide(&loads, at(&homes, 1), now), Some(0));
     }
 
     #[test]
     fn on_a_tie_the_lower_index_keeps_its_workers() {
-        let (loads, _homes, now) = pool(&[(1, 0.1), (1, 0.1)]);
-        assert_eq!(decide(&loads, 0, now), None);
-        assert_eq!(decide(&loads, 1, now), Some(0));
+        let (loads, homes, now) = pool(&[(1, 0.1), (1, 0.1)]);
+        assert_eq!(decide(&loads, at(&homes, 0), now), None);
+        assert_eq!(decide(&loads, at(&homes, 1), now), Some(0));
     }
 
     #[test]
     fn busy_workers_stay_apart() {
-        let (loads, _homes, now) = pool(&[(1, 0.6), (1, 0.6)]);
-        assert_eq!(decide(&loads, 0, now), None);
-        assert_eq!(decide(&loads, 1, now), None);
+        let (loads, homes, now) = pool(&[(1, 0.6), (1, 0.6)]);
+        assert_eq!(decide(&loads, at(&homes, 0), now), None);
+        assert_eq!(decide(&loads, at(&homes, 1), now), None);
     }
 
     #[test]
     fn a_saturated_thread_hands_a_worker_to_an_idle_one() {
-        let (loads, _homes, now) = pool(&[(2, 0.95), (0, 0.0)]);
-        assert_eq!(decide(&loads, 0, now), Some(1));
+        let (loads, homes, now) = pool(&[(2, 0.95), (0, 0.0)]);
+        assert_eq!(decide(&loads, at(&homes, 0), now), Some(1));
     }
 
     #[test]
     fn a_saturated_thread_with_one_worker_keeps_it() {
-        let (loads, _homes, now) = pool(&[(1, 0.95), (0, 0.0)]);
-        assert_eq!(decide(&loads, 0, now), None);
+        let (loads, homes, now) = pool(&[(1, 0.95), (0, 0.0)]);
+        assert_eq!(decide(&loads, at(&homes, 0), now), None);
     }
 
     #[test]
     fn a_move_settles_both_threads_before_the_next() {
-        let (loads, _homes, now) = pool(&[(2, 0.2), (1, 0.1)]);
-        assert_eq!(decide(&loads, 1, now), Some(0));
-        assert_eq!(decide(&loads, 1, now), None);
-        assert_eq!(decide(&loads, 1, now + SETTLE + WINDOW), Some(0));
+        let (loads, homes, now) = pool(&[(2, 0.2), (1, 0.1)]);
+        assert_eq!(decide(&loads, at(&homes, 1), now), Some(0));
+        assert_eq!(decide(&loads, at(&homes, 1), now), None);
+        assert_eq!(
+            decide(&loads, at(&homes, 1), now + SETTLE + WINDOW),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn a_blocker_does_not_gather_and_nobody_gathers_onto_it() {
+        // Thread 0: one light blocker; thread 1: one light Worker.
+        let (loads, homes, now) = pool_with_blockers(&[(1, 0.1), (1, 0.1)], &[0]);
+        assert_eq!(decide(&loads, at(&homes, 0), now), None);
+        assert_eq!(decide(&loads, at(&homes, 1), now), None);
+    }
+
+    #[test]
+    fn a_light_worker_leaves_a_blockers_thread() {
+        // Thread 0: a blocker and a light Worker (the last placed); thread 1 idle.
+        let (loads, homes, now) = pool_with_blockers(&[(2, 0.3), (0, 0.0)], &[0]);
+        assert!(!at(&homes, 0).blocker);
+        assert_eq!(decide(&loads, at(&homes, 0), now), Some(1));
+        // The blocker itself stays.
+        let (loads, homes, now) = pool_with_blockers(&[(2, 0.3), (0, 0.0)], &[0]);
+        assert_eq!(decide(&loads, &homes[0], now), None);
     }
 
     #[test]
     fn a_home_counts_its_worker_until_dropped() {
         let load = Arc::new(ThreadLoad::default());
-        let home = Home::new(0, Arc::clone(&load));
-        assert_eq!(load.workers(), 1);
+        let mut home = Home::new(0, Arc::clone(&load));
+        home.mark_blocker();
+        home.mark_blocker();
+        assert_eq!((load.workers(), load.blockers()), (1, 1));
         drop(home);
-        assert_eq!(load.workers(), 0);
+        assert_eq!((load.workers(), load.blockers()), (0, 0));
     }
 }

@@ -128,7 +128,7 @@ impl Threads {
             return None;
         };
         let loads: Vec<Arc<ThreadLoad>> = threads.iter().map(|t| Arc::clone(&t.load)).collect();
-        placement::decide(&loads, home.index, now)
+        placement::decide(&loads, home, now)
     }
 
     /// Spawn an async task: on the current pool thread when called from one (it is

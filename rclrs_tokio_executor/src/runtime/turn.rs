@@ -10,6 +10,12 @@
 //! as a fan-out drain) spends its own share through [`spend`]. Once the budget is spent,
 //! the task finishes the item at hand and yields.
 //!
+//! A count alone does not bound time: 256 callbacks of 20 ms hold a thread for five
+//! seconds. So a turn on a thread that other Worker tasks share also ends after
+//! [`TURN_TIME`], checked after each callback ([`overtime`]); a callback that runs
+//! longer still runs to its end, since nothing can preempt it. A Worker alone on its
+//! thread has no deadline and reads no clock for it.
+//!
 //! # Deferred wake-ups
 //!
 //! Work that a callback hands to other Workers can wait for the end of the turn
@@ -26,15 +32,20 @@
 //! sees its budget spent and yields, and the other turn's end runs its deferred work.
 
 use std::cell::{Cell, RefCell};
+use std::time::{Duration, Instant};
 
 /// Callbacks one Worker turn may run.
 pub(crate) const TURN_BUDGET: usize = 256;
+/// How long one Worker turn may run when other Worker tasks share its thread.
+pub(crate) const TURN_TIME: Duration = Duration::from_millis(2);
 
 type Deferred = Box<dyn FnOnce()>;
 
 thread_local! {
     /// `None` outside a Worker turn.
     static LEFT: Cell<Option<usize>> = const { Cell::new(None) };
+    /// When the current turn ends, if other Worker tasks wait for its thread.
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
     static AT_END: RefCell<Vec<Deferred>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -43,21 +54,25 @@ thread_local! {
 pub(crate) struct Turn(());
 
 impl Turn {
-    pub(crate) fn begin() -> Self {
+    /// Begin a turn; with `shared_thread` (other Worker tasks on this thread) it also
+    /// ends after [`TURN_TIME`].
+    pub(crate) fn begin(shared_thread: bool) -> Self {
         LEFT.with(|left| left.set(Some(TURN_BUDGET)));
+        DEADLINE.with(|deadline| deadline.set(shared_thread.then(|| Instant::now() + TURN_TIME)));
         Turn(())
     }
 
-    /// Whether the budget is spent (or was lost to another turn on this thread while
-    /// this one awaited).
+    /// Whether the budget or the time is spent (or the budget was lost to another turn
+    /// on this thread while this one awaited).
     pub(crate) fn exhausted(&self) -> bool {
-        left() == 0
+        left() == 0 || overtime()
     }
 }
 
 impl Drop for Turn {
     fn drop(&mut self) {
         LEFT.with(|left| left.set(None));
+        DEADLINE.with(|deadline| deadline.set(None));
         // Deferred work may defer more (it runs outside the turn, so that runs at once).
         let deferred = AT_END.with(|at_end| std::mem::take(&mut *at_end.borrow_mut()));
         for work in deferred {
@@ -71,17 +86,26 @@ pub(crate) fn left() -> usize {
     LEFT.with(|left| left.get().unwrap_or(0))
 }
 
-/// Spend `callbacks` of the current turn's budget. Returns false once the budget is
-/// spent (the caller should stop and let its Worker yield); always true outside a turn.
+/// Spend `callbacks` of the current turn's budget. Returns false once the budget or
+/// the turn's time is spent (the caller should stop and let its Worker yield); always
+/// true outside a turn.
 pub(crate) fn spend(callbacks: usize) -> bool {
     LEFT.with(|left| match left.get() {
         Some(n) => {
             let n = n.saturating_sub(callbacks);
             left.set(Some(n));
-            n > 0
+            n > 0 && !overtime()
         }
         None => true,
     })
+}
+
+/// Whether the current turn has a deadline and it has passed (reads the clock only if it
+/// has one).
+pub(crate) fn overtime() -> bool {
+    DEADLINE
+        .with(Cell::get)
+        .is_some_and(|deadline| Instant::now() >= deadline)
 }
 
 /// Run `work` when the current Worker turn ends, or now outside a turn. `work` must not

@@ -38,7 +38,7 @@ use crate::runtime::{
     fallback_waiter::FallbackWaiter,
     mailbox::{self, LentPayload, MailItem, MailboxReceiver, MailboxSender},
     panics::log_panic,
-    placement::{Home, WINDOW},
+    placement::{Home, LONG_CALLBACK, WINDOW},
     shared::ExecutorShared,
     turn::{self, Turn},
     workers::{Control, WorkerEntry},
@@ -94,6 +94,9 @@ pub(crate) struct WorkerTask {
     home: Option<Home>,
     /// With `follow_load`: when to ask next whether to move (see `placement`).
     next_placement_check: Option<Instant>,
+    /// With `follow_load`: this Worker once ran long callbacks, and keeps a thread of
+    /// its own (see `placement`).
+    blocker: bool,
 }
 
 impl WorkerTask {
@@ -143,6 +146,7 @@ impl WorkerTask {
             fallback: None,
             home: None,
             next_placement_check: None,
+            blocker: false,
         };
         match dedicated {
             None => task.spawn_on_pool(None),
@@ -178,6 +182,9 @@ impl WorkerTask {
             task.next_placement_check =
                 (task.shared.follow_load && home.is_some()).then(|| Instant::now() + WINDOW);
             task.home = home;
+            if let (Some(home), true) = (task.home.as_mut(), task.blocker) {
+                home.mark_blocker();
+            }
             async move {
                 if let Some(target) = task.run().await {
                     // Nothing is in flight between turns: leave this thread's count,
@@ -280,7 +287,11 @@ impl WorkerTask {
         let shared = Arc::clone(&self.shared);
         let mut next = Some(first);
         let mut ran = 0;
-        let turn = Turn::begin();
+        let shares_thread = self
+            .home
+            .as_ref()
+            .is_some_and(|home| home.load.workers() > 1);
+        let turn = Turn::begin(shares_thread);
         while let Some(item) = next.take() {
             let flight = if self.gated {
                 let Some(flight) = shared.gate.try_enter() else {
@@ -292,11 +303,15 @@ impl WorkerTask {
                 None
             };
             let started = std::time::Instant::now();
+            let budget_before = turn::left();
+            // A loan waits for the fallback waiter without holding the thread.
+            let holds_thread = !matches!(item, MailItem::Loan(_));
             let worked = self.process(item).await;
             let busy = started.elapsed();
             self.counters.was_busy(busy);
-            if let (Some(home), Some(_)) = (&self.home, self.next_placement_check) {
-                home.load.add_busy(busy);
+            if holds_thread {
+                // The callbacks this item ran, as the turn's budget counted them.
+                self.count_load(busy, budget_before.saturating_sub(turn::left()));
             }
             self.mailbox.finished_one();
             match flight {
@@ -320,6 +335,23 @@ impl WorkerTask {
             }
         }
         ran == MAILBOX_BUDGET || turn.exhausted()
+    }
+
+    /// With `follow_load`: add an item's `busy` time, in which it ran `callbacks`, to
+    /// this thread's load, and mark this Worker a blocker if they were long.
+    fn count_load(&mut self, busy: std::time::Duration, callbacks: usize) {
+        let Some(home) = self
+            .home
+            .as_mut()
+            .filter(|_| self.next_placement_check.is_some())
+        else {
+            return;
+        };
+        home.load.add_busy(busy);
+        if busy > LONG_CALLBACK * callbacks.max(1) as u32 {
+            self.blocker = true;
+            home.mark_blocker();
+        }
     }
 
     /// Run one mailbox item; true if a callback ran.

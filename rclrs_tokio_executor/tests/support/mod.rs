@@ -45,6 +45,14 @@ pub fn publish_to(publisher: &Publisher<Int32>, subscriptions: usize, count: i32
     }
 }
 
+/// Burn `work` of CPU on this thread.
+pub fn busy_for(work: Duration) {
+    let until = Instant::now() + work;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
 /// The names of this process's threads.
 pub fn thread_names() -> Vec<String> {
     std::fs::read_dir("/proc/self/task")

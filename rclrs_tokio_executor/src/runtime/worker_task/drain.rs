@@ -2,8 +2,8 @@
 //!
 //! The drain claims every part's arrivals at once (see `entity.rs`), then executes the
 //! parts in order, each with its own `ReadyKind`, until the entity's budget is spent:
-//! [`ENTITY_BUDGET`] callbacks, or what is left of the thread's turn, or one callback
-//! in a single pass. A part stops at the first take that finds rmw's queue empty,
+//! [`ENTITY_BUDGET`] callbacks, or what is left of the thread's turn (in callbacks, and
+//! in time where other Workers share the thread), or one callback in a single pass. A part stops at the first take that finds rmw's queue empty,
 //! since the count is arrivals and rmw may have dropped some (QoS depth); what the
 //! budget did not reach goes back to the entity, queued again or, in a single pass,
 //! deferred to the next one.
@@ -60,6 +60,7 @@ impl WorkerTask {
         let mut ran = 0;
         let mut ticked = false;
         let mut dropped = false;
+        let mut out_of_time = false;
         let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
         for (part, &ready) in entity.parts().iter().enumerate() {
             if left[part] == 0 || budget == 0 {
@@ -104,9 +105,18 @@ impl WorkerTask {
                     break;
                 }
                 part_ran += 1;
+                if turn::overtime() {
+                    // Other Workers wait for this thread: the rest goes back to the
+                    // mailbox, behind them.
+                    out_of_time = true;
+                    break;
+                }
             }
             ran += part_ran;
             budget = budget.saturating_sub(part_ran.max(1));
+            if out_of_time {
+                budget = 0;
+            }
             // Nothing is left of a part rmw emptied, or of a tick that ran.
             if emptied || is_tick {
                 left[part] = 0;
