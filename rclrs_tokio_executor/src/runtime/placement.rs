@@ -19,8 +19,8 @@
 //!   thread together, and the other runs at least as many Workers (on a tie, the one with
 //!   the lower index), it moves there; light Workers end up on one thread;
 //! - **spread**: if its thread was busy more than [`SPREAD_ABOVE`] and runs other
-//!   Workers too, it moves to the least busy thread, if that one was busy less than
-//!   [`GATHER_BELOW`].
+//!   Workers too, it moves to the least busy thread without a blocker (below), if that
+//!   one was busy less than [`GATHER_BELOW`].
 //!
 //! - **keep blockers apart**: a Worker that once ran callbacks averaging more than
 //!   [`LONG_CALLBACK`] in one item (a sleep, a lock, a long computation) is a *blocker*
@@ -162,7 +162,7 @@ impl Drop for Home {
     }
 }
 
-/// Whether the Worker task at `home`, one of the threads of `loads`, should move, and
+/// Whether the Worker task placed `at` one of the threads of `loads` should move, and
 /// where to (see the module's protocol). Marks both threads unsettled when it says yes.
 pub(crate) fn decide(loads: &[Arc<ThreadLoad>], at: &Home, now: Instant) -> Option<usize> {
     let home = at.index;
@@ -184,25 +184,17 @@ pub(crate) fn decide(loads: &[Arc<ThreadLoad>], at: &Home, now: Instant) -> Opti
                 && own + samples[t].0 < GATHER_BELOW
         })
         .max_by_key(|&t| workers[t]);
-    let spread = || {
-        (own > SPREAD_ABOVE && workers[home] > 1)
-            .then(|| {
-                others()
-                    .filter(|&t| samples[t].0 < GATHER_BELOW)
-                    .min_by(|&a, &b| samples[a].0.total_cmp(&samples[b].0))
-            })
-            .flatten()
+    // Where to go when leaving: the least busy other thread, if idle enough and free of
+    // blockers.
+    let idlest = || {
+        others()
+            .filter(|&t| blockers[t] == 0 && samples[t].0 < GATHER_BELOW)
+            .min_by(|&a, &b| samples[a].0.total_cmp(&samples[b].0))
     };
-    let leave_blocker = || {
-        (!at.blocker && blockers[home] > 0)
-            .then(|| {
-                others()
-                    .filter(|&t| blockers[t] == 0 && samples[t].0 < GATHER_BELOW)
-                    .min_by(|&a, &b| samples[a].0.total_cmp(&samples[b].0))
-            })
-            .flatten()
-    };
-    let target = gather.or_else(spread).or_else(leave_blocker)?;
+    let saturated = own > SPREAD_ABOVE && workers[home] > 1;
+    let beside_a_blocker = !at.blocker && blockers[home] > 0;
+    let leave = || (saturated || beside_a_blocker).then(idlest).flatten();
+    let target = gather.or_else(leave)?;
     loads[home].unsettle(now);
     loads[target].unsettle(now);
     Some(target)
@@ -318,6 +310,12 @@ mod tests {
         // The blocker itself stays.
         let (loads, homes, now) = pool_with_blockers(&[(2, 0.3), (0, 0.0)], &[0]);
         assert_eq!(decide(&loads, &homes[0], now), None);
+    }
+
+    #[test]
+    fn a_saturated_thread_sends_no_worker_to_a_blockers_thread() {
+        let (loads, homes, now) = pool_with_blockers(&[(2, 0.95), (1, 0.1)], &[1]);
+        assert_eq!(decide(&loads, at(&homes, 0), now), None);
     }
 
     #[test]
