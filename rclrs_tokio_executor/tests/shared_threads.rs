@@ -75,3 +75,62 @@ fn a_worker_with_a_slow_backlog_lets_the_others_on_its_thread_take_turns() {
         "the quick Worker waited for {before} of the slow Worker's {BACKLOG} callbacks"
     );
 }
+
+#[test]
+fn workers_sharing_a_thread_under_slow_streams_keep_order_and_end_spins_on_time() {
+    let context = Context::default_from_env().unwrap();
+    for round in 0..4 {
+        let mut executor = context
+            .create_tokio_executor_with(TokioExecutorOptions::new().worker_threads(1))
+            .unwrap();
+        let node = executor
+            .create_node(unique("slow_streams").as_str())
+            .unwrap();
+        let topic = unique("slow_stream");
+        // Four Workers on the one thread, each 0.5 ms of CPU per message, all hearing
+        // one stream faster than the thread can serve them: every turn ends on time.
+        let seen: Vec<Arc<Mutex<Vec<i32>>>> = (0..4).map(|_| Arc::default()).collect();
+        let workers: Vec<_> = seen
+            .iter()
+            .map(|seen| {
+                let worker = node.create_worker(());
+                let seen = Arc::clone(seen);
+                let subscription = worker
+                    .create_subscription(topic.as_str().keep_all(), move |_: &mut (), m: Int32| {
+                        busy_for(Duration::from_micros(500));
+                        seen.lock().unwrap().push(m.data);
+                    })
+                    .unwrap();
+                (worker, subscription)
+            })
+            .collect();
+        let publisher = node
+            .create_publisher::<Int32>(topic.as_str().keep_all())
+            .unwrap();
+        wait_matched(&publisher, 4);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let publishing = support::publish_until(publisher, &stop, Some(Duration::from_micros(200)));
+        for _ in 0..3 {
+            let started = std::time::Instant::now();
+            support::spin_for(&mut executor, Duration::from_millis(100));
+            // A spin ends after its timeout and the callback in flight (0.5 ms).
+            assert!(
+                started.elapsed() < Duration::from_millis(300),
+                "round {round}: a 100 ms spin took {:?}",
+                started.elapsed()
+            );
+        }
+        drop(executor);
+        stop.store(true, Ordering::Relaxed);
+        publishing.join().unwrap();
+        drop(workers);
+        for seen in &seen {
+            let seen = seen.lock().unwrap();
+            assert!(!seen.is_empty(), "round {round}: a Worker never had a turn");
+            assert!(
+                seen.windows(2).all(|w| w[1] == w[0] + 1),
+                "round {round}: out of order or missing"
+            );
+        }
+    }
+}
