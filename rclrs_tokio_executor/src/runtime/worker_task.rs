@@ -303,15 +303,17 @@ impl WorkerTask {
                 None
             };
             let started = std::time::Instant::now();
-            let budget_before = turn::left();
-            // A loan waits for the fallback waiter without holding the thread.
-            let holds_thread = !matches!(item, MailItem::Loan(_));
+            // With `follow_load`, the turn's budget before the item, to count the callbacks
+            // it ran; not for a loan, which waits for the fallback waiter without holding
+            // the thread.
+            let budget_before = (self.next_placement_check.is_some()
+                && !matches!(item, MailItem::Loan(_)))
+            .then(turn::left);
             let worked = self.process(item).await;
             let busy = started.elapsed();
             self.counters.was_busy(busy);
-            if holds_thread {
-                // The callbacks this item ran, as the turn's budget counted them.
-                self.count_load(busy, budget_before.saturating_sub(turn::left()));
+            if let Some(before) = budget_before {
+                self.count_load(busy, before.saturating_sub(turn::left()));
             }
             self.mailbox.finished_one();
             match flight {
@@ -340,11 +342,7 @@ impl WorkerTask {
     /// With `follow_load`: add an item's `busy` time, in which it ran `callbacks`, to
     /// this thread's load, and mark this Worker a blocker if they were long.
     fn count_load(&mut self, busy: std::time::Duration, callbacks: usize) {
-        let Some(home) = self
-            .home
-            .as_mut()
-            .filter(|_| self.next_placement_check.is_some())
-        else {
+        let Some(home) = self.home.as_mut() else {
             return;
         };
         home.load.add_busy(busy);
