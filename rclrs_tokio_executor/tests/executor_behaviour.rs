@@ -61,6 +61,15 @@ impl Countdown {
     }
 }
 
+/// A reliable publisher (depth 1000) to `topic`, once the test's subscription matched it.
+fn matched_publisher(node: &Node, topic: &str) -> Publisher<Int32> {
+    let publisher = node
+        .create_publisher::<Int32>(topic.keep_last(1000).reliable())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    publisher
+}
+
 fn pub_sub_delivers_every_message_in_order(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
@@ -79,10 +88,7 @@ fn pub_sub_delivers_every_message_in_order(make: MakeExecutor) {
         )
         .unwrap()
     };
-    let publisher = node
-        .create_publisher::<Int32>(topic.as_str().keep_last(1000).reliable())
-        .unwrap();
-    wait_matched(&publisher, 1);
+    let publisher = matched_publisher(&node, &topic);
     let publishing = std::thread::spawn(move || {
         for data in 0..200 {
             publisher.publish(Int32 { data }).unwrap();
@@ -365,6 +371,71 @@ fn a_burst_while_not_spinning_is_delivered_up_to_the_depth(make: MakeExecutor) {
     assert_eq!(*received.lock().unwrap(), (15..25).collect::<Vec<_>>());
 }
 
+/// Bursts of 1 to 40 messages from another thread, each sent only once the last message
+/// of the one before has arrived: the end of a burst must arrive without a later
+/// message to carry it (the Tokio executor pauses a subscription's notifications while
+/// it drains a backlog, and resumes them when rmw's queue is empty).
+fn the_last_message_of_every_burst_arrives(make: MakeExecutor) {
+    const BURSTS: i32 = 150;
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("bursts").as_str()).unwrap();
+    let worker = node.create_worker::<Vec<i32>>(Vec::new());
+    let topic = unique("bursts_topic");
+    let last = Arc::new(std::sync::atomic::AtomicI32::new(-1));
+    let total = (0..BURSTS).map(|b| b % 40 + 1).sum::<i32>();
+    let (countdown, done) = Countdown::new(total as usize);
+    let _sub = {
+        let last = Arc::clone(&last);
+        worker
+            .create_subscription(
+                topic.as_str().keep_last(1000).reliable(),
+                move |log: &mut Vec<i32>, m: Int32| {
+                    // A little work per message, so that a burst queues up behind it.
+                    let busy = Instant::now();
+                    while busy.elapsed() < Duration::from_micros(20) {}
+                    log.push(m.data);
+                    last.store(m.data, Ordering::SeqCst);
+                    countdown.tick();
+                },
+            )
+            .unwrap()
+    };
+    let publisher = matched_publisher(&node, &topic);
+    let sender = std::thread::spawn(move || {
+        let mut data = 0;
+        let mut stuck = Vec::new();
+        for burst in 0..BURSTS {
+            for _ in 0..burst % 40 + 1 {
+                publisher.publish(Int32 { data }).unwrap();
+                data += 1;
+            }
+            let sent = Instant::now();
+            while last.load(Ordering::SeqCst) != data - 1 {
+                if sent.elapsed() > Duration::from_secs(2) {
+                    stuck.push(burst);
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(50 * (burst % 3) as u64));
+            }
+        }
+        stuck
+    });
+    spin_until(&mut executor, done);
+    let stuck = sender.join().unwrap();
+    assert!(
+        stuck.is_empty(),
+        "bursts whose end waited for 2 s: {stuck:?}"
+    );
+    let log = worker.run(|log: &mut Vec<i32>| log.clone());
+    let (mut log, notice) = executor.commands().create_notice(log);
+    spin_until(&mut executor, notice);
+    assert_eq!(
+        log.try_recv().unwrap().unwrap(),
+        (0..total).collect::<Vec<_>>()
+    );
+}
+
 fn a_worker_runs_its_work_in_order(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
@@ -381,10 +452,7 @@ fn a_worker_runs_its_work_in_order(make: MakeExecutor) {
             },
         )
         .unwrap();
-    let publisher = node
-        .create_publisher::<Int32>(topic.as_str().keep_last(1000).reliable())
-        .unwrap();
-    wait_matched(&publisher, 1);
+    let publisher = matched_publisher(&node, &topic);
     for data in 0..300 {
         publisher.publish(Int32 { data }).unwrap();
     }
@@ -733,6 +801,10 @@ macro_rules! suite {
             #[test]
             fn a_worker_runs_its_work_in_order() {
                 super::a_worker_runs_its_work_in_order(MAKE)
+            }
+            #[test]
+            fn the_last_message_of_every_burst_arrives() {
+                super::the_last_message_of_every_burst_arrives(MAKE)
             }
             #[test]
             fn timers_can_be_cancelled_and_reset_from_callbacks() {

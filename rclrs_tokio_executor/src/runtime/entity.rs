@@ -15,6 +15,21 @@
 //! the first `TAKE_FAILED`: nothing that rmw still holds is skipped, and nothing is
 //! taken twice.
 //!
+//! # Pausing
+//!
+//! rmw notifies every arrival on the thread that delivers it (the publishing thread in
+//! one process, a middleware receive thread across processes), inside the reader's
+//! lock. While a Worker drains a subscription's backlog those notifications only
+//! repeat what it is about to find, so a drain that claimed several arrivals pauses
+//! them (`set_paused`), takes until rmw's queue is empty, and resumes them. Resuming
+//! reports through the push callback what arrived and was not taken. rmw turns the
+//! callback back on after counting those, so arrivals in between are neither counted
+//! nor notified: after resuming, the drain therefore takes once more until rmw's queue
+//! is empty. A drain that stops earlier (its budget or the spin ends) resumes and
+//! queues the entity for a *sweep*, a drain that takes until rmw's queue is empty
+//! however few arrivals were counted. So nothing that arrives while paused, or while
+//! resuming, is left without a take queued.
+//!
 //! # Parts
 //!
 //! An action server or client is one rcl entity made of several (goal, cancel and
@@ -76,6 +91,9 @@ pub(crate) struct Entity {
     last_pass: AtomicU64,
     /// Set after a callback panicked, so the log says it once.
     panicked: AtomicBool,
+    /// Set when a drain must take until rmw's queue is empty, whatever the count says
+    /// (see "Pausing"); only the Worker reads and writes it.
+    sweep: AtomicBool,
     /// While stage tracing: when the push callback queued the entity (`now_ns`).
     notified_ns: AtomicU64,
     /// Taken out (and so dropped) on teardown, after `registration` and `timer`.
@@ -144,6 +162,7 @@ impl Entity {
             queued: AtomicBool::new(false),
             last_pass: AtomicU64::new(0),
             panicked: AtomicBool::new(false),
+            sweep: AtomicBool::new(false),
             notified_ns: AtomicU64::new(0),
             waitable: Mutex::new(Some(waitable)),
             registration: Mutex::new(None),
@@ -287,6 +306,30 @@ impl Entity {
                 panic,
             );
         }
+    }
+
+    /// Pause (or resume) the push callback's notifications; false if that is not
+    /// possible. Resuming reports what arrived meanwhile and was not taken, through
+    /// the push callback, on this thread.
+    pub(crate) fn set_paused(&self, paused: bool) -> bool {
+        self.registration
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|registration| registration.set_paused(paused))
+    }
+
+    /// Queue the entity for a drain that takes until rmw's queue is empty.
+    pub(crate) fn request_sweep(self: &Arc<Self>, mailbox: &impl EntityQueue) {
+        self.sweep.store(true, Ordering::Relaxed);
+        let mut one = Claims::default();
+        one[0] = 1;
+        self.unclaim(&one, mailbox);
+    }
+
+    /// Whether a sweep was requested; clears the request.
+    pub(crate) fn take_sweep(&self) -> bool {
+        self.sweep.swap(false, Ordering::Relaxed)
     }
 
     /// Whether the user still holds the entity.

@@ -8,6 +8,10 @@
 //! budget did not reach goes back to the entity, queued again or, in a single pass,
 //! deferred to the next one.
 //!
+//! A drain that claims [`PAUSE_AT`] or more arrivals of a subscription pauses its
+//! notifications and takes until rmw's queue is empty or the budget is spent, then
+//! resumes them ("Pausing" in `entity.rs`).
+//!
 //! Before every execution the drain checks that the user still holds the entity; once
 //! its last handle is gone (even from inside one of its own callbacks) nothing more of
 //! it runs, and the Worker sweeps it.
@@ -29,6 +33,12 @@ use std::sync::Arc;
 
 /// How many times a Worker executes one entity before re-queueing it behind the others.
 const ENTITY_BUDGET: usize = 256;
+
+/// How many claimed arrivals make a drain pause a subscription's notifications (see
+/// "Pausing" in `entity.rs`). Two: a subscription the Worker keeps up with (one
+/// arrival per drain, as at 1 or 10 kHz) is never paused, since pausing and resuming
+/// cost more than the one notification they save.
+const PAUSE_AT: usize = 2;
 
 impl WorkerTask {
     /// Execute an entity once per claimed arrival (once in a single pass), stopping when
@@ -61,13 +71,26 @@ impl WorkerTask {
         let mut ticked = false;
         let mut dropped = false;
         let mut out_of_time = false;
+        // Whether a part stopped before rmw's queue was empty.
+        let mut left_full = false;
         let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
+        let subscription = entity.kind == RclPrimitiveKind::Subscription;
+        let sweep = subscription && entity.take_sweep();
+        let mut paused =
+            !single_pass && subscription && left[0] >= PAUSE_AT && entity.set_paused(true);
+        let to_empty = paused || sweep;
         for (part, &ready) in entity.parts().iter().enumerate() {
             if left[part] == 0 || budget == 0 {
                 continue;
             }
             let is_tick = entity.is_tick(part);
-            let runs = if is_tick { 1 } else { left[part].min(budget) };
+            let runs = if is_tick {
+                1
+            } else if to_empty {
+                budget
+            } else {
+                left[part].min(budget)
+            };
             let mut part_ran = 0;
             let mut emptied = false;
             while part_ran < runs {
@@ -100,11 +123,25 @@ impl WorkerTask {
                     }
                 }
                 if rclrs::take_failed_since_reset() {
-                    emptied = true;
                     self.counters.took_nothing();
+                    if paused {
+                        // rmw's queue is empty: notifications back on, then one more
+                        // round for what arrived while rmw turned them back on.
+                        paused = false;
+                        resume(entity);
+                        continue;
+                    }
+                    emptied = true;
                     break;
                 }
                 part_ran += 1;
+                let beyond_claims = to_empty && part_ran >= left[part];
+                if beyond_claims && self.gated && !self.shared.gate.is_open() {
+                    // The spin is ending: what no arrival claimed waits for the next
+                    // one (a sweep is queued for it).
+                    out_of_time = true;
+                    break;
+                }
                 if turn::overtime() {
                     // Other Workers wait for this thread: the rest goes back to the
                     // mailbox, behind them.
@@ -118,10 +155,11 @@ impl WorkerTask {
                 budget = 0;
             }
             // Nothing is left of a part rmw emptied, or of a tick that ran.
+            left_full |= !emptied;
             if emptied || is_tick {
                 left[part] = 0;
             } else {
-                left[part] -= part_ran;
+                left[part] = left[part].saturating_sub(part_ran);
             }
             ticked |= is_tick;
             if dropped {
@@ -129,6 +167,13 @@ impl WorkerTask {
             }
         }
         drop(guard);
+        if paused && !dropped {
+            resume(entity);
+        }
+        if to_empty && left_full && !dropped {
+            // Stopped before rmw's queue was empty, with arrivals nobody counted.
+            entity.request_sweep(&self.mailbox_tx);
+        }
         self.counters.ran_callbacks(ran as u64);
         turn::spend(ran.max(1));
         if dropped {
@@ -164,5 +209,18 @@ impl WorkerTask {
             }
         }
         self.sweep();
+    }
+}
+
+/// Resume a paused subscription's notifications, which reports through the push
+/// callback what arrived and was not taken.
+fn resume(entity: &Entity) {
+    if !entity.set_paused(false) {
+        log_error!(
+            "rclrs_tokio_executor",
+            "could not resume the notifications of {}; it is executed only when \
+             something else queues it",
+            entity.name
+        );
     }
 }
