@@ -1,5 +1,6 @@
 //! The rclrs push-callback hook (patches/rclrs-0.8.0) on the real rmw, without any
-//! executor in between: registration reports the backlog, then each arrival; draining
+//! executor in between: registration reports the backlog, then each arrival; a paused
+//! registration reports nothing until resumed, then what was not taken; draining
 //! stops at TAKE_FAILED; dropping entities while messages arrive never calls freed
 //! memory (also run under valgrind by `teardown_is_clean_under_valgrind`).
 
@@ -77,39 +78,76 @@ impl Fixture {
     }
 }
 
-#[test]
-fn subscription_push_reports_backlog_then_each_arrival() {
-    let f = fixture("hook_subscription");
-    let topic = unique("hook_sub_topic");
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&received);
-    let _subscription = f
-        .node
-        .create_subscription(topic.as_str().keep_last(100).reliable(), move |m: Int32| {
-            sink.lock().unwrap().push(m.data)
-        })
-        .unwrap();
-    let mut waitable = f.last_waitable();
-    assert!(waitable.primitive().kind() == RclPrimitiveKind::Subscription);
-    let publisher = f
-        .node
-        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
-        .unwrap();
-    wait_until("the subscription to match", || {
-        publisher.get_subscription_count().unwrap() == 1
-    });
+/// A node subscription to a new topic that records what its callback received, its
+/// Waitable, and a publisher it matched.
+struct Stream {
+    _subscription: Subscription<Int32>,
+    waitable: Waitable,
+    publisher: Publisher<Int32>,
+    received: Arc<Mutex<Vec<i32>>>,
+}
 
-    for data in 0..3 {
-        publisher.publish(Int32 { data }).unwrap();
+impl Fixture {
+    fn stream(&self, name: &str) -> Stream {
+        let topic = unique(name);
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&received);
+        let subscription = self
+            .node
+            .create_subscription(topic.as_str().keep_last(100).reliable(), move |m: Int32| {
+                sink.lock().unwrap().push(m.data)
+            })
+            .unwrap();
+        let waitable = self.last_waitable();
+        assert!(waitable.primitive().kind() == RclPrimitiveKind::Subscription);
+        let publisher = self
+            .node
+            .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+            .unwrap();
+        wait_until("the subscription to match", || {
+            publisher.get_subscription_count().unwrap() == 1
+        });
+        Stream {
+            _subscription: subscription,
+            waitable,
+            publisher,
+            received,
+        }
     }
-    // Let all three reach the reader before registering.
-    std::thread::sleep(Duration::from_millis(100));
+}
+
+/// Register a [`recorder`] for a subscription's arrivals.
+fn registered(waitable: &Waitable) -> (OnReadyHandle, Arc<Mutex<Vec<usize>>>) {
     let (callback, events) = recorder();
     let handle = waitable
         .primitive()
         .register_on_ready(callback)
         .unwrap()
         .expect("subscriptions have a push path");
+    (handle, events)
+}
+
+/// Execute `waitable` `n` times, each taking a message.
+fn take(waitable: &mut Waitable, n: usize) {
+    for _ in 0..n {
+        reset_take_failed();
+        execute_node_primitive(waitable).unwrap();
+        assert!(!take_failed_since_reset());
+    }
+}
+
+#[test]
+fn subscription_push_reports_backlog_then_each_arrival() {
+    let f = fixture("hook_subscription");
+    let stream = f.stream("hook_sub_topic");
+    let (mut waitable, publisher, received) = (stream.waitable, stream.publisher, stream.received);
+
+    for data in 0..3 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    // Let all three reach the reader before registering.
+    std::thread::sleep(Duration::from_millis(100));
+    let (handle, events) = registered(&waitable);
     // The backlog is reported synchronously, from inside the registration, at once.
     assert_eq!(*events.lock().unwrap(), vec![3]);
 
@@ -123,11 +161,7 @@ fn subscription_push_reports_backlog_then_each_arrival() {
     );
 
     // Each execution takes one message; the sixth finds the queue empty.
-    for _ in 0..5 {
-        reset_take_failed();
-        execute_node_primitive(&mut waitable).unwrap();
-        assert!(!take_failed_since_reset());
-    }
+    take(&mut waitable, 5);
     reset_take_failed();
     execute_node_primitive(&mut waitable).unwrap();
     assert!(
@@ -142,6 +176,34 @@ fn subscription_push_reports_backlog_then_each_arrival() {
     publisher.publish(Int32 { data: 5 }).unwrap();
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(total(&events), 5);
+}
+
+#[test]
+fn a_paused_subscription_is_not_notified_and_resuming_reports_what_was_not_taken() {
+    let f = fixture("hook_pause");
+    let stream = f.stream("hook_pause_topic");
+    let (mut waitable, publisher, received) = (stream.waitable, stream.publisher, stream.received);
+    let (handle, events) = registered(&waitable);
+    publisher.publish(Int32 { data: 0 }).unwrap();
+    wait_until("the first notification", || total(&events) == 1);
+
+    assert!(handle.set_paused(true));
+    for data in 1..6 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(total(&events), 1, "a paused subscription is not notified");
+    // Take the message notified before the pause and two of the five that arrived
+    // while paused: resuming reports the other three, from inside the call.
+    take(&mut waitable, 3);
+    assert!(handle.set_paused(false));
+    assert_eq!(*events.lock().unwrap(), vec![1, 3]);
+
+    publisher.publish(Int32 { data: 6 }).unwrap();
+    wait_until("notifications again after resuming", || total(&events) == 5);
+    take(&mut waitable, 4);
+    f.runtime.run_tasks();
+    assert_eq!(*received.lock().unwrap(), (0..7).collect::<Vec<_>>());
 }
 
 #[test]
