@@ -436,6 +436,32 @@ fn the_last_message_of_every_burst_arrives(make: MakeExecutor) {
     );
 }
 
+/// A transient-local message published before a subscription exists reaches it when
+/// it matches, however that delivery falls against the subscription's registration,
+/// for twenty subscriptions in turn (with nothing published after it).
+fn a_transient_local_message_reaches_each_late_subscription(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("latched").as_str()).unwrap();
+    let topic = unique("latched_topic");
+    let qos = || topic.as_str().keep_last(1).reliable().transient_local();
+    let publisher = node.create_publisher::<Int32>(qos()).unwrap();
+    publisher.publish(Int32 { data: 42 }).unwrap();
+    for _ in 0..20 {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let (countdown, done) = Countdown::new(1);
+        let log = Arc::clone(&heard);
+        let _late = node
+            .create_subscription(qos(), move |m: Int32| {
+                log.lock().unwrap().push(m.data);
+                countdown.tick();
+            })
+            .unwrap();
+        spin_until(&mut executor, done);
+        assert_eq!(*heard.lock().unwrap(), vec![42]);
+    }
+}
+
 fn a_worker_runs_its_work_in_order(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
@@ -805,6 +831,10 @@ macro_rules! suite {
             #[test]
             fn the_last_message_of_every_burst_arrives() {
                 super::the_last_message_of_every_burst_arrives(MAKE)
+            }
+            #[test]
+            fn a_transient_local_message_reaches_each_late_subscription() {
+                super::a_transient_local_message_reaches_each_late_subscription(MAKE)
             }
             #[test]
             fn timers_can_be_cancelled_and_reset_from_callbacks() {
