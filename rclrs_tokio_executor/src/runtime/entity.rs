@@ -173,17 +173,20 @@ impl Entity {
     /// Register the push callback. `Ok(false)` means the primitive has no push path.
     ///
     /// rcl calls the callback synchronously, from inside this call, with the count of
-    /// events that arrived before registration.
+    /// events that arrived before registration. It counts them before it turns the
+    /// callback on, so a subscription's sample arriving in between (a transient-local
+    /// one delivered on matching, say) would wait for the next arrival: a subscription
+    /// is queued for one sweep, as after resuming (see "Pausing").
     pub(crate) fn register(
         self: &Arc<Self>,
         mailbox: &impl EntityQueue,
     ) -> Result<bool, rclrs::RclrsError> {
         let weak: Weak<Self> = Arc::downgrade(self);
-        let mailbox = mailbox.clone();
+        let queue = mailbox.clone();
         let callback: OnReadyCallback = Arc::new(move |ready: ReadyKind, count: usize| {
             if let Some(entity) = weak.upgrade() {
                 let part = entity.part_of(ready);
-                entity.notify(part, count, &mailbox);
+                entity.notify(part, count, &queue);
             }
         });
         let registration = {
@@ -195,6 +198,9 @@ impl Entity {
         };
         let pushed = registration.is_some();
         *self.registration.lock().unwrap() = registration;
+        if pushed && self.kind == RclPrimitiveKind::Subscription {
+            self.request_sweep(mailbox);
+        }
         Ok(pushed)
     }
 
@@ -327,9 +333,10 @@ impl Entity {
         self.unclaim(&one, mailbox);
     }
 
-    /// Whether a sweep was requested; clears the request.
+    /// Whether a sweep was requested; clears the request (the read alone when none
+    /// was, which is nearly always).
     pub(crate) fn take_sweep(&self) -> bool {
-        self.sweep.swap(false, Ordering::Relaxed)
+        self.sweep.load(Ordering::Relaxed) && self.sweep.swap(false, Ordering::Relaxed)
     }
 
     /// Whether the user still holds the entity.

@@ -82,13 +82,6 @@ impl WorkerTask {
                 entity.name
             );
         }
-        if pushed && kind == RclPrimitiveKind::Subscription {
-            // rmw counts the backlog before it turns the callback on, so a sample that
-            // arrives in between (a transient-local one delivered on matching, say) is
-            // notified only by the next arrival: take until empty once (see "Pausing"
-            // in `entity.rs`, whose resume has the same window).
-            entity.request_sweep(&self.mailbox_tx);
-        }
         if !pushed || !expiry_scheduled {
             self.entities.retain(|e| !Arc::ptr_eq(e, &entity));
             if let Some(waitable) = entity.into_waitable() {
