@@ -10,7 +10,7 @@ pub(crate) fn execute(
     payload: &mut dyn Any,
 ) -> Result<(), RclrsError> {
     // SAFETY: the raw loop passes each primitive the payload captured from the Worker
-    // whose channel delivered it (see raw_rcl::CapturedWorker); rclrs also checks the
-    // downcast and returns InvalidPayload on a mismatch.
+    // whose channel delivered it (`rclrs_tokio_executor::capture::CapturedWorker`);
+    // rclrs also checks the downcast and returns InvalidPayload on a mismatch.
     unsafe { primitive.execute(ready, payload) }
 }

@@ -9,8 +9,8 @@
 //! flag before it drains, so an arrival during a drain is never lost: it sets the flag
 //! again and the next round takes it.
 
-use crate::raw_rcl::CapturedWorker;
 use rclrs::{OnReadyCallback, RclPrimitiveKind, RclrsError, ReadyKind};
+use rclrs_tokio_executor::capture::CapturedWorker;
 use std::sync::{
     atomic::{AtomicBool, Ordering},
     Arc,

@@ -79,6 +79,7 @@
 //! is finalized.
 #![warn(missing_docs)]
 
+pub mod capture;
 mod error;
 mod fanout;
 mod ffi;

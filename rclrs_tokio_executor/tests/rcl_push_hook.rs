@@ -7,6 +7,7 @@
 mod support;
 
 use rclrs::*;
+use rclrs_tokio_executor::capture::CaptureRuntime;
 use ros_env::std_msgs::msg::Int32;
 use ros_env::std_srvs::srv::{Trigger, Trigger_Request, Trigger_Response};
 use std::sync::{
@@ -14,7 +15,6 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-use support::capture_runtime::CaptureRuntime;
 use support::ffi::execute_node_primitive;
 use support::unique;
 
@@ -49,7 +49,7 @@ struct Fixture {
 
 fn fixture(name: &str) -> Fixture {
     let context = Context::default_from_env().unwrap();
-    let runtime = CaptureRuntime::default();
+    let runtime = CaptureRuntime::new();
     let executor = context.create_executor(runtime.clone());
     let node = executor.create_node(unique(name).as_str()).unwrap();
     Fixture {
@@ -69,11 +69,7 @@ impl Fixture {
     /// The Waitable rclrs created last (the entity just made).
     fn last_waitable(&self) -> Waitable {
         self.runtime
-            .captured
-            .lock()
-            .unwrap()
-            .waitables
-            .pop()
+            .take_last_waitable()
             .expect("rclrs hands every new entity to the runtime")
     }
 }

@@ -15,6 +15,7 @@
 use super::Config;
 use crate::{raw_push, raw_rcl};
 use rclrs::{Context, CreateBasicExecutor, Executor, RclReturnCode, RclrsError, SpinOptions};
+use rclrs_tokio_executor::capture::CaptureRuntime;
 use rclrs_tokio_executor::{CreateTokioExecutor, ExecutorStats, TokioExecutorOptions};
 use std::sync::{
     atomic::{AtomicBool, Ordering},
@@ -28,7 +29,7 @@ pub struct Setup {
     pub context: Context,
     /// The executor under test; entities are created through its nodes.
     pub executor: Executor,
-    capture: raw_rcl::CaptureRuntime,
+    capture: CaptureRuntime,
     raw: Option<RawLoop>,
     stats: Option<ExecutorStats>,
 }
@@ -46,7 +47,7 @@ impl Setup {
     /// A context from the environment and the executor `config.executor` names.
     pub fn new(config: &Config) -> Result<Self, Box<dyn std::error::Error>> {
         let context = Context::default_from_env()?;
-        let capture = raw_rcl::CaptureRuntime::default();
+        let capture = CaptureRuntime::dropping_tasks();
         let (executor, stats) = match config.executor.as_str() {
             "rclrs_tokio" => {
                 let mut options = TokioExecutorOptions::new()

@@ -1,7 +1,6 @@
 //! Test support shared by the integration tests of this crate.
 #![allow(dead_code)]
 
-pub mod capture_runtime;
 pub mod ffi;
 
 use rclrs::{Context, Executor, Publisher, RclReturnCode, RclrsError, SpinOptions};
