@@ -43,20 +43,28 @@
 //!
 //! In a single pass (`spin_once`, zero timeout; see the spin gate) a Worker executes an
 //! entity once and *defers* the rest: the unexecuted count goes back into `pending`
-//! without queueing the entity, and the Worker keeps it on a list that it re-queues
+//! without queueing the entity (and without clearing `queued`, which a push callback
+//! may have set again meanwhile), and the Worker keeps it on a list that it re-queues
 //! when the next pass begins. `last_pass` marks the pass an entity last ran in, so an
 //! entity that a new arrival queued again within the same pass is deferred as well.
+//!
+//! The counting and queueing protocol is in `coalescing.rs`, with loom models of it.
+
+mod coalescing;
+
+pub(crate) use coalescing::Claims;
 
 use crate::ffi::{self, RclTimer, ResetRegistration};
 use crate::runtime::panics::log_panic;
 use crate::stats::worker_counters::now_ns;
 use crate::stats::ExecutorStats;
+use coalescing::Arrivals;
 use rclrs::{
     ActionClientReady, ActionServerReady, OnReadyCallback, OnReadyHandle, RclPrimitiveKind,
     ReadyKind, Waitable,
 };
 use std::sync::{
-    atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicU64, Ordering},
     Arc, Mutex, Weak,
 };
 
@@ -85,8 +93,8 @@ pub(crate) struct Entity {
     /// The parts rclrs executes separately (see the module doc), and the arrivals
     /// counted for each; only the first `parts.len()` counts are used.
     parts: Vec<ReadyKind>,
-    pending: [AtomicUsize; MAX_PARTS],
-    queued: AtomicBool,
+    /// The coalescing state the push callback updates (`coalescing.rs`).
+    arrivals: Arrivals,
     /// The pass it last executed in (single passes only).
     last_pass: AtomicU64,
     /// Set after a callback panicked, so the log says it once.
@@ -102,12 +110,6 @@ pub(crate) struct Entity {
     /// For timers: the scheduler's hold on the timer.
     timer: Mutex<Option<TimerParts>>,
 }
-
-/// The most parts an entity has: an action client's five.
-pub(crate) const MAX_PARTS: usize = 5;
-
-/// Arrivals a drain claimed, per part (see [`Entity::parts`]).
-pub(crate) type Claims = [usize; MAX_PARTS];
 
 /// The parts of a primitive of `kind`, in the order their counts are kept. The part
 /// a timer tick is for comes last ([`Entity::tick_part`]).
@@ -158,8 +160,7 @@ impl Entity {
             kind: primitive.kind(),
             name: ffi::entity_name(primitive),
             parts: parts_of(primitive.kind()),
-            pending: Default::default(),
-            queued: AtomicBool::new(false),
+            arrivals: Arrivals::new(),
             last_pass: AtomicU64::new(0),
             panicked: AtomicBool::new(false),
             sweep: AtomicBool::new(false),
@@ -240,11 +241,7 @@ impl Entity {
 
     /// The push callback's work: atomics and at most one non-blocking send.
     pub(crate) fn notify(self: Arc<Self>, part: usize, count: usize, mailbox: &impl EntityQueue) {
-        if count == 0 {
-            return;
-        }
-        self.pending[part].fetch_add(count, Ordering::AcqRel);
-        if !self.queued.swap(true, Ordering::AcqRel) {
+        if self.arrivals.add(part, count) {
             if mailbox.tracing() {
                 self.notified_ns.store(now_ns(), Ordering::Relaxed);
             }
@@ -260,12 +257,7 @@ impl Entity {
 
     /// Begin a drain: allow re-queueing, then claim every arrival counted so far.
     pub(crate) fn claim(&self) -> Claims {
-        self.queued.store(false, Ordering::SeqCst);
-        let mut claims = Claims::default();
-        for (claim, pending) in claims.iter_mut().zip(&self.pending[..self.parts.len()]) {
-            *claim = pending.swap(0, Ordering::SeqCst);
-        }
-        claims
+        self.arrivals.claim(self.parts.len())
     }
 
     /// Give back arrivals a drain did not get to (its budget ran out) and re-queue.
@@ -280,21 +272,21 @@ impl Entity {
         self.last_pass.swap(pass, Ordering::SeqCst) != pass
     }
 
-    /// Defer to the next pass the entity's queued item (taken from the mailbox but not
-    /// run) and the `unexecuted` claimed arrivals: counted, but not queued.
-    pub(crate) fn defer(&self, unexecuted: &Claims) {
-        self.queued.store(false, Ordering::SeqCst);
-        for (pending, &count) in self.pending.iter().zip(unexecuted) {
-            if count > 0 {
-                pending.fetch_add(count, Ordering::SeqCst);
-            }
-        }
+    /// Defer to the next pass the entity's queued item, taken from the mailbox but not
+    /// run (its arrivals stay counted).
+    pub(crate) fn defer_item(&self) {
+        self.arrivals.defer_unclaimed();
+    }
+
+    /// Defer to the next pass the `unexecuted` arrivals a drain claimed: counted again,
+    /// but not queued.
+    pub(crate) fn defer_claims(&self, unexecuted: &Claims) {
+        self.arrivals.put_back(unexecuted);
     }
 
     /// Queue a deferred entity again if it still has arrivals and is not queued.
     pub(crate) fn requeue(self: &Arc<Self>, mailbox: &impl EntityQueue) {
-        let has_arrivals = self.pending.iter().any(|p| p.load(Ordering::SeqCst) > 0);
-        if has_arrivals && !self.queued.swap(true, Ordering::AcqRel) {
+        if self.arrivals.requeue() {
             mailbox.enqueue(Arc::clone(self));
         }
     }

@@ -22,11 +22,7 @@
 
 use super::{stage_trace::ItemTrace, WorkerTask};
 use crate::ffi;
-use crate::runtime::{
-    async_tasks::InlineScope,
-    entity::{Claims, Entity},
-    turn,
-};
+use crate::runtime::{async_tasks::InlineScope, entity::Entity, turn};
 use rclrs::{log_error, RclPrimitiveKind, ReadyKind};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -50,7 +46,7 @@ impl WorkerTask {
         }
         let single_pass = self.gated && self.shared.gate.is_single_pass();
         if single_pass && !entity.first_run_in(self.shared.gate.pass()) {
-            entity.defer(&Claims::default());
+            entity.defer_item();
             self.deferred.push(Arc::clone(entity));
             return false;
         }
@@ -183,7 +179,7 @@ impl WorkerTask {
         }
         if left.iter().any(|&n| n > 0) {
             if single_pass {
-                entity.defer(&left);
+                entity.defer_claims(&left);
                 self.deferred.push(Arc::clone(entity));
             } else {
                 entity.unclaim(&left, &self.mailbox_tx);

@@ -1,0 +1,28 @@
+"""The coalescing protocol of a push-driven entity under loom: every interleaving of push
+callbacks and a draining Worker (`rclrs_tokio_executor/src/runtime/entity/coalescing.rs`).
+
+The models need the crate built with its `loom-model` feature, which swaps the protocol's
+atomics for loom's (a build that cannot run an executor), so the crate's own `cargo test`
+leaves them out. This runs them in the overlay's cargo target directory, where only the
+crate itself and loom are compiled again.
+"""
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CRATE = ROOT / 'rclrs_tokio_executor'
+MODELS = 3
+
+
+def test_every_interleaving_keeps_an_entity_queued_once_and_loses_no_arrival():
+    cmd = ['cargo', 'test', '--release', '--features', 'loom-model',
+           '--target-dir', str(ROOT / 'build' / 'rclrs_tokio_executor'),
+           '--lib', 'coalescing::loom_models']
+    # From the crate's directory, so that cargo reads the workspace's .cargo/config.toml
+    # (the patched rclrs).
+    proc = subprocess.run(cmd, cwd=CRATE, capture_output=True, text=True, timeout=840)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    assert re.search(rf'test result: ok\. {MODELS} passed', proc.stdout), output[-4000:]
