@@ -4,11 +4,12 @@
 //! # Protocol
 //!
 //! The thread runs the same drain loop as a Worker on the Tokio threads
-//! (`WorkerTask::run`); only what drives it differs. [`block_on`] polls the future
-//! and, when it is pending, parks the thread with `std::thread::park` (a futex on
-//! Linux). The future's waker sets a `notified` flag and unparks the thread only if the
-//! flag was clear, so a burst of arrivals costs one unpark, and a wake that comes
-//! while the future is being polled is not lost: the flag is checked before parking.
+//! (`WorkerTask::run`); only what drives it differs. [`block_on`] (`parking.rs`) polls
+//! the future and, when it is pending, parks the thread with `std::thread::park` (a
+//! futex on Linux). The future's waker sets a `notified` flag and unparks the thread
+//! only if the flag was clear, so a burst of arrivals costs one unpark, and a wake that
+//! comes while the future is being polled is not lost: the flag is checked before
+//! parking.
 //! A push callback's send into the mailbox wakes this waker directly, with no Tokio
 //! scheduler between the middleware thread and the Worker.
 //!
@@ -22,6 +23,10 @@
 //! executor waits (up to [`TEARDOWN_PATIENCE`]) for its dedicated threads to end, so
 //! their entities are finalized before the drop returns, as the pool's are.
 
+mod parking;
+
+use parking::block_on;
+
 use crate::ffi;
 use crate::options::{DedicatedThread, DedicatedWorkers, Placement};
 use crate::runtime::shared::ExecutorShared;
@@ -29,11 +34,8 @@ use crate::stats::worker_counters::WorkerCounters;
 use rclrs::log_warn;
 use std::cell::Cell;
 use std::future::Future;
-use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 thread_local! {
@@ -138,45 +140,6 @@ fn place(cpus: &[usize], priority: Option<u8>, refusal_logged: &AtomicBool) -> D
     DedicatedThread {
         affinity,
         fifo_priority,
-    }
-}
-
-/// Wakes a parked thread, at most once per park.
-struct ThreadWaker {
-    thread: Thread,
-    notified: AtomicBool,
-}
-
-impl Wake for ThreadWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        // The flag first: only the wake that sets it pays for the unpark.
-        if !self.notified.swap(true, Ordering::AcqRel) {
-            self.thread.unpark();
-        }
-    }
-}
-
-/// Poll `future` to completion on this thread, parking while it is pending.
-pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let state = Arc::new(ThreadWaker {
-        thread: std::thread::current(),
-        notified: AtomicBool::new(false),
-    });
-    let waker = Waker::from(Arc::clone(&state));
-    let mut cx = Context::from_waker(&waker);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        // A wake during the poll left the flag set: poll again without parking.
-        while !state.notified.swap(false, Ordering::AcqRel) {
-            std::thread::park();
-        }
     }
 }
 

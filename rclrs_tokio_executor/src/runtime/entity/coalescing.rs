@@ -19,7 +19,7 @@
 //!
 //! The protocol lives apart from `Entity`, which also holds rcl handles, so that loom
 //! can run it under every interleaving: `cargo test --features loom-model --lib
-//! coalescing` swaps these atomics for loom's and runs the models at the end of this
+//! loom_models` swaps these atomics for loom's and runs the models at the end of this
 //! file (`test/test_loom_models.py` runs them in `make test`).
 
 #[cfg(feature = "loom-model")]
