@@ -44,7 +44,7 @@
 //!   pending item, callbacks run, empty takes, panics, busy time and lingers, and
 //!   [`ExecutorStats::publish_on`] publishes them on a ROS topic;
 //! - dropping the executor waits for the callbacks already running, and none starts
-//!   after the drop returns;
+//!   after the drop returns; nor does any of its threads outlive the drop;
 //! - an entity whose last handle is dropped, even from inside its own callback, runs no
 //!   further callback, whatever was still waiting for it;
 //! - [`FanoutSubscription`] (from [`CreateFanoutSubscription`]) takes each message of a

@@ -53,7 +53,11 @@
 //! Each drains its mailbox, then for each entity clears the push callback (after which
 //! none runs), then drops the Waitable (which finalizes the rcl entity once the user's
 //! handle is gone too). The rcl context outlives all of them, because every entity
-//! holds it through rclrs.
+//! holds it through rclrs. Last, the drop waits (up to two seconds each) for the
+//! executor's threads to end: the dedicated Worker threads, the pool's threads (whose
+//! runtimes drop the tasks still on them, which may hold the last nodes, so the context
+//! and its DDS participant may be finalized there) and the timer scheduler's. None of
+//! them outlives the drop, so a process may exit right after it.
 
 pub(crate) mod async_tasks;
 pub(crate) mod channels;
@@ -152,20 +156,25 @@ impl Drop for TokioExecutorRuntime {
             futures::executor::block_on(gate.drained());
         }
         // Worker tasks tear their entities down (deregister, then drop) and end; then
-        // the pool's threads stop.
+        // the pool's threads stop, and drop what is still on them.
         self.shared.shut_down();
         self.shared.threads.stop();
         // Dedicated Worker threads end once they tore their entities down: wait for
         // that (not on one of them: it would wait for itself).
         if !on_dedicated_thread {
-            let threads = std::mem::take(
+            let dedicated = std::mem::take(
                 &mut *self
                     .shared
                     .dedicated_threads
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()),
             );
-            dedicated_thread::join_all(threads);
+            threads::join_within_patience(dedicated);
         }
+        // So do the pool's threads (but the calling one): what they drop may finalize
+        // the last rcl entities and the context, which must be done when this returns.
+        // Then the timer scheduler's thread, so that none of ours outlives the drop.
+        self.shared.threads.join();
+        self.shared.timers.join();
     }
 }

@@ -136,3 +136,44 @@ fn an_ordinary_node_runs_no_rcl_wait_thread() {
     }
     assert_eq!(fallback_threads(), 1, "threads: {:?}", thread_names());
 }
+
+/// Dropping the executor ends every thread of its own before it returns: the pool's
+/// threads drop the Worker tasks still on them, which may hold the last nodes, so their
+/// rcl entities and the context's DDS participant are finalized by then. A process that
+/// exits right after the drop then runs no teardown under the middleware's static
+/// destructors (a test binary crashed at exit about one run in fifteen under load when
+/// the pool's threads were not waited for).
+#[test]
+fn dropping_the_executor_ends_its_threads() {
+    let ours = || {
+        thread_names()
+            .into_iter()
+            .filter(|name| name.starts_with("drop-ends-"))
+            .collect::<Vec<_>>()
+    };
+    for round in 0..5 {
+        let context = Context::default_from_env().unwrap();
+        let mut executor = context
+            .create_tokio_executor_with(
+                rclrs_tokio_executor::TokioExecutorOptions::new().thread_name("drop-ends"),
+            )
+            .unwrap();
+        let node = executor.create_node(unique("drop_ends").as_str()).unwrap();
+        let topic = unique("drop_ends_topic");
+        let _subscription = node
+            .create_subscription(topic.as_str(), |_: Int32| {})
+            .unwrap();
+        let _timer = node
+            .create_timer_repeating(Duration::from_millis(1), || {})
+            .unwrap();
+        executor.spin(SpinOptions::default().timeout(Duration::from_millis(20)));
+        assert!(
+            !ours().is_empty(),
+            "the executor runs threads named drop-ends-*"
+        );
+        // The executor holds the last handles to the node's entities once these go.
+        drop((_subscription, _timer, node, context));
+        drop(executor);
+        assert_eq!(ours(), Vec::<String>::new(), "round {round}");
+    }
+}

@@ -20,7 +20,7 @@
 //!
 //! The thread ends when the future does: the Worker task ends on executor shutdown or
 //! when its rclrs Worker is gone, after tearing down its entities. Dropping the
-//! executor waits (up to [`TEARDOWN_PATIENCE`]) for its dedicated threads to end, so
+//! executor waits (up to `threads::TEARDOWN_PATIENCE`) for its dedicated threads to end, so
 //! their entities are finalized before the drop returns, as the pool's are.
 
 mod parking;
@@ -36,7 +36,6 @@ use std::cell::Cell;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 thread_local! {
     /// On a dedicated Worker thread: the executor it belongs to (its shared state's
@@ -143,26 +142,10 @@ fn place(cpus: &[usize], priority: Option<u8>, refusal_logged: &AtomicBool) -> D
     }
 }
 
-/// How long dropping the executor waits for its dedicated threads to tear down.
-pub(crate) const TEARDOWN_PATIENCE: Duration = Duration::from_secs(2);
-
-/// Wait for the threads in `threads` to end (they were told to shut down), up to
-/// [`TEARDOWN_PATIENCE`]; a thread still running then is left detached.
-pub(crate) fn join_all(threads: Vec<std::thread::JoinHandle<()>>) {
-    let deadline = Instant::now() + TEARDOWN_PATIENCE;
-    for thread in threads {
-        while !thread.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        if thread.is_finished() {
-            let _ = thread.join();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn block_on_wakes_for_a_send_from_another_thread() {

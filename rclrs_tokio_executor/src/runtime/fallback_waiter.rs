@@ -30,6 +30,7 @@ use crate::ffi;
 use crate::runtime::{
     mailbox::{LentPayload, MailItem, MailboxSender, PayloadLoan},
     panics::log_panic,
+    threads::join_within_patience,
     workers::Control,
 };
 use crate::stats::ExecutorStats;
@@ -48,6 +49,9 @@ pub(crate) struct FallbackWaiter {
     new_primitives: mpsc::Sender<Waitable>,
     stop: Arc<AtomicBool>,
     guard_condition: Arc<GuardCondition>,
+    /// Joined on drop: the thread owns the wait set and its primitives, which it drops
+    /// (finalizing them) as it ends.
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl FallbackWaiter {
@@ -64,7 +68,7 @@ impl FallbackWaiter {
         let (new_primitives, incoming) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let thread_stop = Arc::clone(&stop);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("rclrs-tokio-fallback".into())
             .spawn(move || {
                 let waiter = Waiter {
@@ -91,6 +95,7 @@ impl FallbackWaiter {
             new_primitives,
             stop,
             guard_condition,
+            thread: Some(thread),
         })
     }
 
@@ -105,6 +110,7 @@ impl Drop for FallbackWaiter {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         let _ = self.guard_condition.trigger();
+        join_within_patience(self.thread.take().into_iter().collect());
     }
 }
 

@@ -25,7 +25,7 @@ use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc, Mutex,
 };
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::{runtime::Handle, sync::oneshot, task::JoinHandle};
 
 /// One thread running a current-thread runtime until the pool shuts down.
@@ -41,6 +41,8 @@ pub(crate) enum Threads {
         threads: Vec<PoolThread>,
         next_task: AtomicUsize,
         stop: Mutex<Vec<oneshot::Sender<()>>>,
+        /// The threads themselves, joined when the executor is dropped.
+        running: Mutex<Vec<std::thread::JoinHandle<()>>>,
     },
     /// A runtime the user passed in; Tokio decides where tasks run. `ran` is set by a
     /// probe task spawned onto it: whether the runtime runs our tasks at all.
@@ -55,13 +57,14 @@ impl Threads {
     pub(crate) fn start_pool(count: usize, name: &str) -> std::io::Result<Self> {
         let mut threads = Vec::with_capacity(count);
         let mut stop = Vec::with_capacity(count);
+        let mut running = Vec::with_capacity(count);
         for index in 0..count.max(1) {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
             let handle = runtime.handle().clone();
             let (stop_tx, stop_rx) = oneshot::channel::<()>();
-            std::thread::Builder::new()
+            let thread = std::thread::Builder::new()
                 .name(format!("{name}-{index}"))
                 .spawn(move || {
                     // Runs the thread's tasks until the pool stops; dropping the runtime
@@ -70,6 +73,7 @@ impl Threads {
                         let _ = stop_rx.await;
                     });
                 })?;
+            running.push(thread);
             threads.push(PoolThread {
                 handle,
                 load: Arc::default(),
@@ -80,6 +84,7 @@ impl Threads {
             threads,
             next_task: AtomicUsize::new(0),
             stop: Mutex::new(stop),
+            running: Mutex::new(running),
         })
     }
 
@@ -183,6 +188,39 @@ impl Threads {
             for sender in stop.lock().unwrap().drain(..) {
                 let _ = sender.send(());
             }
+        }
+    }
+
+    /// Wait (up to [`TEARDOWN_PATIENCE`]) for the stopped pool threads to end, but for
+    /// the calling thread: the tasks their runtimes drop may hold the last nodes, whose
+    /// drop finalizes rcl entities and the context (its DDS participant). Returning
+    /// earlier would let a process exit while that runs, and the middleware's static
+    /// destructors run under it.
+    pub(crate) fn join(&self) {
+        if let Self::Pool { running, .. } = self {
+            let current = std::thread::current().id();
+            let others = std::mem::take(&mut *running.lock().unwrap_or_else(|e| e.into_inner()))
+                .into_iter()
+                .filter(|thread| thread.thread().id() != current)
+                .collect();
+            join_within_patience(others);
+        }
+    }
+}
+
+/// How long dropping the executor waits for each kind of its threads to end.
+pub(crate) const TEARDOWN_PATIENCE: Duration = Duration::from_secs(2);
+
+/// Wait for `threads` (told to end) to end, for [`TEARDOWN_PATIENCE`] at most; a thread
+/// still running then is left detached.
+pub(crate) fn join_within_patience(threads: Vec<std::thread::JoinHandle<()>>) {
+    let deadline = Instant::now() + TEARDOWN_PATIENCE;
+    for thread in threads {
+        while !thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
         }
     }
 }

@@ -51,6 +51,7 @@ pub(crate) mod alarms;
 use crate::runtime::{
     entity::{Entity, TimerWatch},
     mailbox::MailboxSender,
+    threads::join_within_patience,
 };
 use alarms::{Alarm, AlarmList};
 use std::collections::HashMap;
@@ -114,6 +115,8 @@ pub(crate) struct TimerScheduler {
     state: Mutex<State>,
     alarms: Alarms,
     thread: OnceLock<Thread>,
+    /// The thread itself, joined when the executor is dropped.
+    running: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Set by anyone who changed something; the thread re-evaluates when it is set.
     dirty: AtomicBool,
     /// When the thread will wake by itself, in nanoseconds since `epoch` (`u64::MAX`:
@@ -128,6 +131,7 @@ impl TimerScheduler {
             state: Mutex::new(State::default()),
             alarms: Alarms::default(),
             thread: OnceLock::new(),
+            running: Mutex::new(None),
             dirty: AtomicBool::new(false),
             planned_ns: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -187,6 +191,7 @@ impl TimerScheduler {
         match spawned {
             Ok(handle) => {
                 let _ = self.thread.set(handle.thread().clone());
+                *self.running.lock().unwrap() = Some(handle);
             }
             Err(err) => rclrs::log_error!(
                 "rclrs_tokio_executor",
@@ -245,6 +250,17 @@ impl TimerScheduler {
     pub(crate) fn stop(&self) {
         self.state.lock().unwrap().stop = true;
         self.wake();
+    }
+
+    /// After [`stop`](Self::stop): wait (up to the teardown patience) for the thread to
+    /// end, unless this is that thread.
+    pub(crate) fn join(&self) {
+        let running = self.running.lock().unwrap().take();
+        let others = running
+            .into_iter()
+            .filter(|thread| thread.thread().id() != std::thread::current().id())
+            .collect();
+        join_within_patience(others);
     }
 }
 
