@@ -162,19 +162,17 @@ impl Drop for TokioExecutorRuntime {
         // Dedicated Worker threads end once they tore their entities down: wait for
         // that (not on one of them: it would wait for itself).
         if !on_dedicated_thread {
-            let dedicated = std::mem::take(
-                &mut *self
-                    .shared
-                    .dedicated_threads
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()),
-            );
-            threads::join_within_patience(dedicated);
+            threads::join_listed(&self.shared.dedicated_threads);
         }
         // So do the pool's threads (but the calling one): what they drop may finalize
         // the last rcl entities and the context, which must be done when this returns.
-        // Then the timer scheduler's thread, so that none of ours outlives the drop.
+        // Then the fallback waiters' threads, which their Worker tasks stopped as they
+        // ended (unless the calling thread runs one of those tasks), and the timer
+        // scheduler's, so that none of ours outlives the drop.
         self.shared.threads.join();
+        if !own_thread {
+            threads::join_listed(&self.shared.fallback_threads);
+        }
         self.shared.timers.join();
     }
 }

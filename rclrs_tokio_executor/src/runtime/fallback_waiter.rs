@@ -30,7 +30,6 @@ use crate::ffi;
 use crate::runtime::{
     mailbox::{LentPayload, MailItem, MailboxSender, PayloadLoan},
     panics::log_panic,
-    threads::join_within_patience,
     workers::Control,
 };
 use crate::stats::ExecutorStats;
@@ -49,9 +48,6 @@ pub(crate) struct FallbackWaiter {
     new_primitives: mpsc::Sender<Waitable>,
     stop: Arc<AtomicBool>,
     guard_condition: Arc<GuardCondition>,
-    /// Joined on drop: the thread owns the wait set and its primitives, which it drops
-    /// (finalizing them) as it ends.
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl FallbackWaiter {
@@ -62,7 +58,7 @@ impl FallbackWaiter {
         control: UnboundedSender<Control>,
         stats: ExecutorStats,
         initial: Vec<Waitable>,
-    ) -> Result<Self, RclrsError> {
+    ) -> Result<(Self, std::thread::JoinHandle<()>), RclrsError> {
         let mut wait_set = WaitSet::new(context)?;
         wait_set.add(initial)?;
         let (new_primitives, incoming) = mpsc::channel();
@@ -91,12 +87,12 @@ impl FallbackWaiter {
                     msg: None,
                 }
             })?;
-        Ok(Self {
+        let waiter = Self {
             new_primitives,
             stop,
             guard_condition,
-            thread: Some(thread),
-        })
+        };
+        Ok((waiter, thread))
     }
 
     pub(crate) fn add(&self, waitable: Waitable) {
@@ -110,7 +106,6 @@ impl Drop for FallbackWaiter {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         let _ = self.guard_condition.trigger();
-        join_within_patience(self.thread.take().into_iter().collect());
     }
 }
 

@@ -51,6 +51,9 @@ pub(crate) struct ExecutorShared {
     pub(crate) dedicated_refusal_logged: Arc<AtomicBool>,
     /// The dedicated Worker threads started so far (joined when the executor drops).
     pub(crate) dedicated_threads: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// The fallback waiters' threads started so far (joined when the executor drops,
+    /// after the pool's threads, whose Worker tasks stop them).
+    pub(crate) fallback_threads: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// The clock task's control channel, started by the first Worker that meets a
     /// `/clock` subscription (see `worker_task::registration`).
     pub(crate) clock_task: std::sync::OnceLock<UnboundedSender<Control>>,
@@ -77,6 +80,7 @@ impl ExecutorShared {
             thread_name: options.thread_name.clone(),
             dedicated_refusal_logged: Arc::default(),
             dedicated_threads: std::sync::Mutex::default(),
+            fallback_threads: std::sync::Mutex::default(),
             clock_task: std::sync::OnceLock::new(),
         })
     }

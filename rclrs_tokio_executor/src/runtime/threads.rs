@@ -211,6 +211,13 @@ impl Threads {
 /// How long dropping the executor waits for each kind of its threads to end.
 pub(crate) const TEARDOWN_PATIENCE: Duration = Duration::from_secs(2);
 
+/// Take the threads out of `list` (told to end) and wait for them: see
+/// [`join_within_patience`].
+pub(crate) fn join_listed(list: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
+    let threads = std::mem::take(&mut *list.lock().unwrap_or_else(|e| e.into_inner()));
+    join_within_patience(threads);
+}
+
 /// Wait for `threads` (told to end) to end, for [`TEARDOWN_PATIENCE`] at most; a thread
 /// still running then is left detached.
 pub(crate) fn join_within_patience(threads: Vec<std::thread::JoinHandle<()>>) {

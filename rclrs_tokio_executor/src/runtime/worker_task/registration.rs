@@ -211,7 +211,16 @@ impl WorkerTask {
             self.shared.stats.clone(),
             initial,
         ) {
-            Ok(fallback) => self.fallback = Some(fallback),
+            Ok((fallback, thread)) => {
+                self.fallback = Some(fallback);
+                // The thread drops its wait set, and so its primitives, as it ends: the
+                // executor's drop waits for that.
+                self.shared
+                    .fallback_threads
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(thread);
+            }
             Err(err) => log_error!(
                 "rclrs_tokio_executor",
                 "could not start the fallback waiter ({err}); primitives without a push \
