@@ -20,30 +20,20 @@ use support::{publish_to, run_to_end, spin_until, unique, PATIENCE};
 type MakeExecutor = fn(&Context) -> Executor;
 
 /// A fresh executor with a node, and a fan-out subscription of `Int32` on a topic of its
-/// own (reliable, keep last `depth`).
-struct Fixture {
-    executor: Executor,
-    node: Node,
-    topic: String,
-    fanout: FanoutSubscription<Int32>,
-}
-
-impl Fixture {
-    fn new(make: MakeExecutor, name: &str, depth: u32) -> Self {
-        let context = Context::default_from_env().unwrap();
-        let executor = make(&context);
-        let node = executor.create_node(unique(name).as_str()).unwrap();
-        let topic = unique(&format!("{name}_topic"));
-        let fanout = node
-            .create_fanout_subscription::<Int32>(topic.as_str().keep_last(depth).reliable())
-            .unwrap();
-        Self {
-            executor,
-            node,
-            topic,
-            fanout,
-        }
-    }
+/// own (reliable, keep last `depth`): the executor, the node, the topic and the fan-out.
+fn fixture(
+    make: MakeExecutor,
+    name: &str,
+    depth: u32,
+) -> (Executor, Node, String, FanoutSubscription<Int32>) {
+    let context = Context::default_from_env().unwrap();
+    let executor = make(&context);
+    let node = executor.create_node(unique(name).as_str()).unwrap();
+    let topic = unique(&format!("{name}_topic"));
+    let fanout = node
+        .create_fanout_subscription::<Int32>(topic.as_str().keep_last(depth).reliable())
+        .unwrap();
+    (executor, node, topic, fanout)
 }
 
 /// A reliable publisher on `topic`.
@@ -100,12 +90,7 @@ fn assert_every_log_saw_the_same_messages(seen: &[Seen], expected: &[i32]) {
 
 fn every_callback_sees_every_message_once_taken_in_order(make: MakeExecutor) {
     const MESSAGES: i32 = 300;
-    let Fixture {
-        mut executor,
-        node,
-        topic,
-        fanout,
-    } = Fixture::new(make, "fanout", 1000);
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout", 1000);
     let workers: Vec<Worker<u64>> = (0..2).map(|_| node.create_worker(0_u64)).collect();
     let (seen, handles) = logging_callbacks(&fanout, &workers, 8, |count, _| *count += 1);
     // One more on the node, borrowing the message.
@@ -138,12 +123,7 @@ fn every_callback_sees_every_message_once_taken_in_order(make: MakeExecutor) {
 
 fn callbacks_run_only_while_spinning_and_a_burst_keeps_the_depth(make: MakeExecutor) {
     const DEPTH: u32 = 10;
-    let Fixture {
-        mut executor,
-        node,
-        topic,
-        fanout,
-    } = Fixture::new(make, "fanout_gate", DEPTH);
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_gate", DEPTH);
     let worker = node.create_worker(());
     let log: Arc<Mutex<Vec<i32>>> = Arc::default();
     let handle = {
@@ -171,12 +151,7 @@ fn callbacks_run_only_while_spinning_and_a_burst_keeps_the_depth(make: MakeExecu
 
 fn a_panicking_callback_is_contained_and_the_others_go_on(make: MakeExecutor) {
     const MESSAGES: i32 = 100;
-    let Fixture {
-        mut executor,
-        node,
-        topic,
-        fanout,
-    } = Fixture::new(make, "fanout_panic", 1000);
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_panic", 1000);
     let worker = node.create_worker(());
     let panicking = fanout.add_callback(&worker, |_: &mut (), m: &Int32| {
         if m.data % 2 == 0 {
@@ -201,12 +176,7 @@ fn a_panicking_callback_is_contained_and_the_others_go_on(make: MakeExecutor) {
 }
 
 fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription(make: MakeExecutor) {
-    let Fixture {
-        mut executor,
-        node,
-        topic,
-        fanout,
-    } = Fixture::new(make, "fanout_drop", 1000);
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_drop", 1000);
     let workers: Vec<Worker<()>> = (0..2).map(|_| node.create_worker(())).collect();
 
     // One callback drops its own handle from inside itself at its 10th message.
@@ -266,12 +236,7 @@ fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription(mak
 
 fn callbacks_added_and_dropped_from_another_thread_under_a_stream(make: MakeExecutor) {
     const ROUNDS: usize = 300;
-    let Fixture {
-        mut executor,
-        node,
-        topic,
-        fanout,
-    } = Fixture::new(make, "fanout_churn", 100);
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_churn", 100);
     let workers: Vec<Worker<()>> = (0..2).map(|_| node.create_worker(())).collect();
     let steady_count = Arc::new(AtomicUsize::new(0));
     let _steady = {
@@ -350,12 +315,7 @@ fn callbacks_added_and_dropped_from_another_thread_under_a_stream(make: MakeExec
 fn a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others(make: MakeExecutor) {
     const DEPTH: u32 = 20;
     const MESSAGES: i32 = 200;
-    let Fixture {
-        mut executor,
-        node,
-        topic,
-        fanout,
-    } = Fixture::new(make, "fanout_slow", DEPTH);
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_slow", DEPTH);
     let slow_worker = node.create_worker(());
     let fast_worker = node.create_worker(());
     let slow_seen: Arc<Mutex<Vec<i32>>> = Arc::default();
