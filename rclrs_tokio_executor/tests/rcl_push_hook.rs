@@ -84,21 +84,22 @@ struct Stream {
 }
 
 impl Fixture {
-    fn stream(&self, name: &str) -> Stream {
+    fn stream(&self, name: &str, depth: u32) -> Stream {
         let topic = unique(name);
         let received = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&received);
         let subscription = self
             .node
-            .create_subscription(topic.as_str().keep_last(100).reliable(), move |m: Int32| {
-                sink.lock().unwrap().push(m.data)
-            })
+            .create_subscription(
+                topic.as_str().keep_last(depth).reliable(),
+                move |m: Int32| sink.lock().unwrap().push(m.data),
+            )
             .unwrap();
         let waitable = self.last_waitable();
         assert!(waitable.primitive().kind() == RclPrimitiveKind::Subscription);
         let publisher = self
             .node
-            .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+            .create_publisher::<Int32>(topic.as_str().keep_last(depth).reliable())
             .unwrap();
         wait_until("the subscription to match", || {
             publisher.get_subscription_count().unwrap() == 1
@@ -112,14 +113,14 @@ impl Fixture {
     }
 }
 
-/// Register a [`recorder`] for a subscription's arrivals.
+/// Register a [`recorder`] for a subscription's, service's or client's arrivals.
 fn registered(waitable: &Waitable) -> (OnReadyHandle, Arc<Mutex<Vec<usize>>>) {
     let (callback, events) = recorder();
     let handle = waitable
         .primitive()
         .register_on_ready(callback)
         .unwrap()
-        .expect("subscriptions have a push path");
+        .expect("subscriptions, services and clients have a push path");
     (handle, events)
 }
 
@@ -135,7 +136,7 @@ fn take(waitable: &mut Waitable, n: usize) {
 #[test]
 fn subscription_push_reports_backlog_then_each_arrival() {
     let f = fixture("hook_subscription");
-    let stream = f.stream("hook_sub_topic");
+    let stream = f.stream("hook_sub_topic", 100);
     let (mut waitable, publisher, received) = (stream.waitable, stream.publisher, stream.received);
 
     for data in 0..3 {
@@ -177,7 +178,7 @@ fn subscription_push_reports_backlog_then_each_arrival() {
 #[test]
 fn a_paused_subscription_is_not_notified_and_resuming_reports_what_was_not_taken() {
     let f = fixture("hook_pause");
-    let stream = f.stream("hook_pause_topic");
+    let stream = f.stream("hook_pause_topic", 100);
     let (mut waitable, publisher, received) = (stream.waitable, stream.publisher, stream.received);
     let (handle, events) = registered(&waitable);
     publisher.publish(Int32 { data: 0 }).unwrap();
@@ -231,12 +232,7 @@ fn service_and_client_push_report_backlog_then_each_arrival() {
     let mut first: Promise<Trigger_Response> = client.call(Trigger_Request::default()).unwrap();
     let mut second: Promise<Trigger_Response> = client.call(Trigger_Request::default()).unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let (service_callback, service_events) = recorder();
-    let service_handle = service_waitable
-        .primitive()
-        .register_on_ready(service_callback)
-        .unwrap()
-        .expect("services have a push path");
+    let (service_handle, service_events) = registered(&service_waitable);
     assert_eq!(*service_events.lock().unwrap(), vec![2]);
 
     // Serve both; the responses arrive before the client registers: a backlog of 2.
@@ -248,12 +244,7 @@ fn service_and_client_push_report_backlog_then_each_arrival() {
     f.runtime.run_tasks();
     assert_eq!(served.load(Ordering::SeqCst), 2);
     std::thread::sleep(Duration::from_millis(200));
-    let (client_callback, client_events) = recorder();
-    let client_handle = client_waitable
-        .primitive()
-        .register_on_ready(client_callback)
-        .unwrap()
-        .expect("clients have a push path");
+    let (client_handle, client_events) = registered(&client_waitable);
     assert_eq!(*client_events.lock().unwrap(), vec![2]);
     for _ in 0..2 {
         execute_node_primitive(&mut client_waitable).unwrap();
@@ -278,31 +269,10 @@ fn service_and_client_push_report_backlog_then_each_arrival() {
 #[test]
 fn draining_more_arrivals_than_the_depth_stops_at_take_failed() {
     let f = fixture("hook_overflow");
-    let topic = unique("hook_overflow_topic");
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&received);
-    let _subscription = f
-        .node
-        .create_subscription(topic.as_str().keep_last(10).reliable(), move |m: Int32| {
-            sink.lock().unwrap().push(m.data)
-        })
-        .unwrap();
-    let mut waitable = f.last_waitable();
-    let (callback, events) = recorder();
-    let _handle = waitable
-        .primitive()
-        .register_on_ready(callback)
-        .unwrap()
-        .unwrap();
-    let publisher = f
-        .node
-        .create_publisher::<Int32>(topic.as_str().keep_last(10).reliable())
-        .unwrap();
-    wait_until("the subscription to match", || {
-        publisher.get_subscription_count().unwrap() == 1
-    });
+    let mut stream = f.stream("hook_overflow_topic", 10);
+    let (_handle, events) = registered(&stream.waitable);
     for data in 0..25 {
-        publisher.publish(Int32 { data }).unwrap();
+        stream.publisher.publish(Int32 { data }).unwrap();
     }
     wait_until("25 notifications", || total(&events) == 25);
 
@@ -310,7 +280,7 @@ fn draining_more_arrivals_than_the_depth_stops_at_take_failed() {
     let mut taken = 0;
     for _ in 0..total(&events) {
         reset_take_failed();
-        execute_node_primitive(&mut waitable).unwrap();
+        execute_node_primitive(&mut stream.waitable).unwrap();
         if take_failed_since_reset() {
             break;
         }
@@ -318,7 +288,10 @@ fn draining_more_arrivals_than_the_depth_stops_at_take_failed() {
     }
     f.runtime.run_tasks();
     assert_eq!(taken, 10);
-    assert_eq!(*received.lock().unwrap(), (15..25).collect::<Vec<_>>());
+    assert_eq!(
+        *stream.received.lock().unwrap(),
+        (15..25).collect::<Vec<_>>()
+    );
 }
 
 /// How many create/register/drop cycles the teardown test runs.
