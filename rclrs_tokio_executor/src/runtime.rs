@@ -160,7 +160,7 @@ impl Drop for TokioExecutorRuntime {
         self.shared.shut_down();
         self.shared.threads.stop();
         // Dedicated Worker threads end once they tore their entities down: wait for
-        // that (not on one of them: it would wait for itself).
+        // that (not on one of them, whose Worker task is still running this drop).
         if !on_dedicated_thread {
             threads::join_listed(&self.shared.dedicated_threads);
         }

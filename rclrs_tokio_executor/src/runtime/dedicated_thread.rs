@@ -29,7 +29,7 @@ use parking::block_on;
 
 use crate::ffi;
 use crate::options::{DedicatedThread, DedicatedWorkers, Placement};
-use crate::runtime::shared::ExecutorShared;
+use crate::runtime::{shared::ExecutorShared, threads};
 use crate::stats::worker_counters::WorkerCounters;
 use rclrs::log_warn;
 use std::cell::Cell;
@@ -86,13 +86,7 @@ where
     });
     match started {
         Ok(thread) => {
-            let mut threads = shared
-                .dedicated_threads
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            // Threads of Workers already gone need no join: forget them.
-            threads.retain(|t| !t.is_finished());
-            threads.push(thread);
+            threads::keep_for_join(&shared.dedicated_threads, thread);
             Ok(())
         }
         Err(err) => {

@@ -4,7 +4,7 @@
 use crate::options::{DedicatedWorkers, TokioExecutorOptions};
 use crate::runtime::{
     spin_gate::SpinGate,
-    threads::Threads,
+    threads::{JoinList, Threads},
     timer_scheduler::TimerScheduler,
     workers::{Control, WorkerList},
 };
@@ -50,10 +50,10 @@ pub(crate) struct ExecutorShared {
     pub(crate) thread_name: String,
     pub(crate) dedicated_refusal_logged: Arc<AtomicBool>,
     /// The dedicated Worker threads started so far (joined when the executor drops).
-    pub(crate) dedicated_threads: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
+    pub(crate) dedicated_threads: JoinList,
     /// The fallback waiters' threads started so far (joined when the executor drops,
     /// after the pool's threads, whose Worker tasks stop them).
-    pub(crate) fallback_threads: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
+    pub(crate) fallback_threads: JoinList,
     /// The clock task's control channel, started by the first Worker that meets a
     /// `/clock` subscription (see `worker_task::registration`).
     pub(crate) clock_task: std::sync::OnceLock<UnboundedSender<Control>>,
@@ -79,8 +79,8 @@ impl ExecutorShared {
             dedicated: options.dedicated_workers.clone(),
             thread_name: options.thread_name.clone(),
             dedicated_refusal_logged: Arc::default(),
-            dedicated_threads: std::sync::Mutex::default(),
-            fallback_threads: std::sync::Mutex::default(),
+            dedicated_threads: JoinList::default(),
+            fallback_threads: JoinList::default(),
             clock_task: std::sync::OnceLock::new(),
         })
     }

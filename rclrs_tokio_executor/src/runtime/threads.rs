@@ -42,7 +42,7 @@ pub(crate) enum Threads {
         next_task: AtomicUsize,
         stop: Mutex<Vec<oneshot::Sender<()>>>,
         /// The threads themselves, joined when the executor is dropped.
-        running: Mutex<Vec<std::thread::JoinHandle<()>>>,
+        running: JoinList,
     },
     /// A runtime the user passed in; Tokio decides where tasks run. `ran` is set by a
     /// probe task spawned onto it: whether the runtime runs our tasks at all.
@@ -198,12 +198,7 @@ impl Threads {
     /// destructors run under it.
     pub(crate) fn join(&self) {
         if let Self::Pool { running, .. } = self {
-            let current = std::thread::current().id();
-            let others = std::mem::take(&mut *running.lock().unwrap_or_else(|e| e.into_inner()))
-                .into_iter()
-                .filter(|thread| thread.thread().id() != current)
-                .collect();
-            join_within_patience(others);
+            join_listed(running);
         }
     }
 }
@@ -211,18 +206,25 @@ impl Threads {
 /// How long dropping the executor waits for each kind of its threads to end.
 pub(crate) const TEARDOWN_PATIENCE: Duration = Duration::from_secs(2);
 
-/// Take the threads out of `list` (told to end) and wait for them: see
-/// [`join_within_patience`].
-pub(crate) fn join_listed(list: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
-    let threads = std::mem::take(&mut *list.lock().unwrap_or_else(|e| e.into_inner()));
-    join_within_patience(threads);
+/// A thread list that the executor's drop joins.
+pub(crate) type JoinList = Mutex<Vec<std::thread::JoinHandle<()>>>;
+
+/// Add `thread` to `list`, forgetting the threads in it that already ended (they need no
+/// join), so that a list of short-lived threads does not grow.
+pub(crate) fn keep_for_join(list: &JoinList, thread: std::thread::JoinHandle<()>) {
+    let mut threads = list.lock().unwrap_or_else(|e| e.into_inner());
+    threads.retain(|t| !t.is_finished());
+    threads.push(thread);
 }
 
-/// Wait for `threads` (told to end) to end, for [`TEARDOWN_PATIENCE`] at most; a thread
-/// still running then is left detached.
-pub(crate) fn join_within_patience(threads: Vec<std::thread::JoinHandle<()>>) {
+/// Take the threads out of `list` (told to end) and wait for each, but for the calling
+/// thread (it would wait for itself), for [`TEARDOWN_PATIENCE`] at most; a thread still
+/// running then is left detached.
+pub(crate) fn join_listed(list: &JoinList) {
+    let threads = std::mem::take(&mut *list.lock().unwrap_or_else(|e| e.into_inner()));
+    let current = std::thread::current().id();
     let deadline = Instant::now() + TEARDOWN_PATIENCE;
-    for thread in threads {
+    for thread in threads.into_iter().filter(|t| t.thread().id() != current) {
         while !thread.is_finished() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_micros(100));
         }

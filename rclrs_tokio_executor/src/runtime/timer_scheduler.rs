@@ -51,7 +51,7 @@ pub(crate) mod alarms;
 use crate::runtime::{
     entity::{Entity, TimerWatch},
     mailbox::MailboxSender,
-    threads::join_within_patience,
+    threads::{join_listed, keep_for_join, JoinList},
 };
 use alarms::{Alarm, AlarmList};
 use std::collections::HashMap;
@@ -116,7 +116,7 @@ pub(crate) struct TimerScheduler {
     alarms: Alarms,
     thread: OnceLock<Thread>,
     /// The thread itself, joined when the executor is dropped.
-    running: Mutex<Option<std::thread::JoinHandle<()>>>,
+    running: JoinList,
     /// Set by anyone who changed something; the thread re-evaluates when it is set.
     dirty: AtomicBool,
     /// When the thread will wake by itself, in nanoseconds since `epoch` (`u64::MAX`:
@@ -131,7 +131,7 @@ impl TimerScheduler {
             state: Mutex::new(State::default()),
             alarms: Alarms::default(),
             thread: OnceLock::new(),
-            running: Mutex::new(None),
+            running: JoinList::default(),
             dirty: AtomicBool::new(false),
             planned_ns: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -191,7 +191,7 @@ impl TimerScheduler {
         match spawned {
             Ok(handle) => {
                 let _ = self.thread.set(handle.thread().clone());
-                *self.running.lock().unwrap() = Some(handle);
+                keep_for_join(&self.running, handle);
             }
             Err(err) => rclrs::log_error!(
                 "rclrs_tokio_executor",
@@ -255,12 +255,7 @@ impl TimerScheduler {
     /// After [`stop`](Self::stop): wait (up to the teardown patience) for the thread to
     /// end, unless this is that thread.
     pub(crate) fn join(&self) {
-        let running = self.running.lock().unwrap().take();
-        let others = running
-            .into_iter()
-            .filter(|thread| thread.thread().id() != std::thread::current().id())
-            .collect();
-        join_within_patience(others);
+        join_listed(&self.running);
     }
 }
 

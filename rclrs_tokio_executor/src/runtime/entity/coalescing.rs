@@ -151,15 +151,13 @@ mod loom_models {
         fn drain(&self, parts: usize) -> Claims {
             let mut total = Claims::default();
             while self.pop() {
-                let claims = self.arrivals.claim(parts);
-                for (sum, claim) in total.iter_mut().zip(claims) {
-                    *sum += claim;
-                }
+                add(&mut total, self.arrivals.claim(parts));
             }
             total
         }
     }
 
+    /// Add `from` to `into`, part by part.
     fn add(into: &mut Claims, from: Claims) {
         for (sum, claim) in into.iter_mut().zip(from) {
             *sum += claim;

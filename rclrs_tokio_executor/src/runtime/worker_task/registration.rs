@@ -8,6 +8,7 @@ use crate::ffi::RclTimer;
 use crate::runtime::{
     entity::{Entity, TimerParts, TimerWatch},
     fallback_waiter::FallbackWaiter,
+    threads,
     timer_scheduler::Slack,
     workers::Control,
 };
@@ -215,11 +216,7 @@ impl WorkerTask {
                 self.fallback = Some(fallback);
                 // The thread drops its wait set, and so its primitives, as it ends: the
                 // executor's drop waits for that.
-                self.shared
-                    .fallback_threads
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(thread);
+                threads::keep_for_join(&self.shared.fallback_threads, thread);
             }
             Err(err) => log_error!(
                 "rclrs_tokio_executor",
