@@ -13,31 +13,26 @@ MutuallyExclusive callback groups.
         subscriptions:=8 workers:=2 intra_process:=true
 """
 
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+import sys
+from pathlib import Path
+
 from launch_ros.actions import Node
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from comparison_common import (  # noqa: E402 (found through sys.path above)
+    bench_node, describe, executor_argument, is_true, shared_arguments, values)
 
 RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'raw_push'}
 FANOUT_SUBSCRIPTION = {'rclrs_tokio', 'rclrs_basic'}
 ARGUMENTS = [
-    ('executor', 'rclrs_tokio',
-     'Executor under test: rclrs_tokio, rclrs_basic, raw_rcl or raw_push (no executor: a '
-     'wait-set loop, or push callbacks waking one take loop, the floor), '
-     'rclcpp_single, rclcpp_multi, rclcpp_events or rclcpp_events_cbg'),
-    ('payload', '0', 'Payload size of each BenchMessage, in bytes'),
-    ('reliability', 'reliable', 'QoS reliability: reliable or best_effort'),
-    ('depth', '1000', 'QoS history depth (keep last)'),
-    ('rate_hz', '0', 'Publishing rate in Hz; 0 publishes as fast as possible'),
-    ('seconds', '3', 'Length of the measured window, in seconds'),
-    ('warmup', '1', 'Warm-up before the measured window, in seconds'),
+    executor_argument(with_floors=True),
+    *shared_arguments('payload', 'reliability', 'depth', 'rate_hz', 'seconds', 'warmup'),
     ('latency', 'false', 'Record per-message latency (true or false)'),
-    ('callback', 'node', 'Rust only: node-level (node) or Worker (worker) subscription'),
+    *shared_arguments('callback'),
     ('subscriptions', '1',
      'Subscriptions on the one topic (fanout); received counts deliveries summed over them'),
-    ('workers', '1',
-     'Groups the subscriptions are spread over round-robin: Rust Workers or rclcpp '
-     'MutuallyExclusive callback groups (raw_rcl: always one Worker)'),
+    *shared_arguments('workers'),
     ('shared_subscription', 'false',
      'rclrs_tokio and rclrs_basic only: one fan-out subscription (taken once) feeding '
      '`subscriptions` callbacks instead of that many subscriptions (true or false)'),
@@ -47,31 +42,27 @@ ARGUMENTS = [
 
 
 def _node(context):
-    get = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    get = values(context, ARGUMENTS)
     executor = get['executor']
-    package, executable = (('rclrs_tokio_benchmarks', 'bench_node') if executor in RUST
-                           else ('rclcpp_events_bridge', 'bench_node_cpp'))
+    package, executable = bench_node(executor, RUST)
     arguments = ['--workload', 'stream', '--executor', executor, '--payload', get['payload'],
                  '--reliability', get['reliability'], '--depth', get['depth'],
                  '--rate-hz', get['rate_hz'], '--seconds', get['seconds'],
                  '--warmup-s', get['warmup'], '--callback', get['callback'],
                  '--subscriptions', get['subscriptions'], '--workers', get['workers']]
-    if get['shared_subscription'].lower() == 'true' and executor not in FANOUT_SUBSCRIPTION:
+    if is_true(get['shared_subscription']) and executor not in FANOUT_SUBSCRIPTION:
         raise RuntimeError(f'shared_subscription:=true: {executor} has no fan-out '
                            'subscription (rclrs_tokio and rclrs_basic have)')
-    if get['intra_process'].lower() == 'true' and executor in RUST:
+    if is_true(get['intra_process']) and executor in RUST:
         raise RuntimeError(f'intra_process:=true: {executor} is not an rclcpp executor')
     for flag, argument in [('--latency', 'latency'),
                            ('--shared-subscription', 'shared_subscription'),
                            ('--intra-process', 'intra_process')]:
-        if get[argument].lower() == 'true':
+        if is_true(get[argument]):
             arguments.append(flag)
     return [Node(package=package, executable=executable, name=f'bench_{executor}',
                  arguments=arguments, output='screen')]
 
 
 def generate_launch_description():
-    return LaunchDescription(
-        [DeclareLaunchArgument(name, default_value=default, description=description)
-         for name, default, description in ARGUMENTS]
-        + [OpaqueFunction(function=_node)])
+    return describe(ARGUMENTS, _node)

@@ -11,32 +11,33 @@ rclcpp_action.
     ros2 launch rclrs_tokio service_comparison_launch.py workload:=action executor:=rclrs_tokio
 """
 
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+import sys
+from pathlib import Path
+
 from launch_ros.actions import Node
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from comparison_common import (  # noqa: E402 (found through sys.path above)
+    bench_node, describe, executor_argument, shared_arguments, values)
 
 # raw_rcl goes to the Rust node too, which says why it has no such workload (exit 2).
 RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl'}
 ARGUMENTS = [
-    ('executor', 'rclrs_tokio',
-     'Executor under test: rclrs_tokio, rclrs_basic, rclcpp_single, rclcpp_multi, '
-     'rclcpp_events or rclcpp_events_cbg'),
+    executor_argument(with_floors=False),
     ('workload', 'service',
      'Round trips to measure: service (BenchEcho calls) or action (BenchCount goals, after '
      'an idle window)'),
     ('payload', '0', 'Payload size of each service request (echoed in the response), in '
      'bytes; service only'),
-    ('seconds', '3', 'Length of the measured window, in seconds'),
-    ('warmup', '1', 'Warm-up before the measured window, in seconds'),
+    *shared_arguments('seconds', 'warmup'),
 ]
 
 
 def _node(context):
-    get = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    get = values(context, ARGUMENTS)
     executor = get['executor']
-    package, executable = (('rclrs_tokio_benchmarks', 'bench_node') if executor in RUST
-                           else ('rclcpp_events_bridge', 'bench_node_cpp'))
+    package, executable = bench_node(executor, RUST)
     workload = get['workload']
     if workload not in ('service', 'action'):
         raise RuntimeError(f'workload:={workload}: use service or action')
@@ -48,7 +49,4 @@ def _node(context):
 
 
 def generate_launch_description():
-    return LaunchDescription(
-        [DeclareLaunchArgument(name, default_value=default, description=description)
-         for name, default, description in ARGUMENTS]
-        + [OpaqueFunction(function=_node)])
+    return describe(ARGUMENTS, _node)

@@ -5,16 +5,19 @@ node-time timer under simulated time driven by an in-process /clock publisher.
     ros2 launch rclrs_tokio timer_comparison_launch.py sim_speed:=10 period:=1
 """
 
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+import sys
+from pathlib import Path
+
 from launch_ros.actions import Node
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from comparison_common import (  # noqa: E402 (found through sys.path above)
+    bench_node, describe, executor_argument, values)
 
 RUST = {'rclrs_tokio', 'rclrs_basic'}
 ARGUMENTS = [
-    ('executor', 'rclrs_tokio',
-     'Executor under test: rclrs_tokio, rclrs_basic, rclcpp_single, rclcpp_multi, '
-     'rclcpp_events or rclcpp_events_cbg'),
+    executor_argument(with_floors=False),
     ('rate_hz', '1000', 'Steady-clock timer rate in Hz (ignored with sim_speed)'),
     ('sim_speed', '',
      'Run under use_sim_time with /clock at this multiple of real time (0 = paused); '
@@ -26,10 +29,9 @@ ARGUMENTS = [
 
 
 def _node(context):
-    get = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    get = values(context, ARGUMENTS)
     executor = get['executor']
-    package, executable = (('rclrs_tokio_benchmarks', 'timer_node') if executor in RUST
-                           else ('rclcpp_events_bridge', 'timer_node_cpp'))
+    package, executable = bench_node(executor, RUST, 'timer_node', 'timer_node_cpp')
     arguments = ['--executor', executor, '--seconds', get['seconds']]
     if get['sim_speed']:
         arguments += ['--sim-speed', get['sim_speed'], '--period-s', get['period'],
@@ -44,7 +46,4 @@ def _node(context):
 
 
 def generate_launch_description():
-    return LaunchDescription(
-        [DeclareLaunchArgument(name, default_value=default, description=description)
-         for name, default, description in ARGUMENTS]
-        + [OpaqueFunction(function=_node)])
+    return describe(ARGUMENTS, _node)

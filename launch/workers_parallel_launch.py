@@ -7,26 +7,26 @@ one publisher thread alternating between the topics; prints one JSON line
     ros2 launch rclrs_tokio workers_parallel_launch.py executor:=rclcpp_events_cbg workers:=2
 """
 
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+import sys
+from pathlib import Path
+
 from launch_ros.actions import Node
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from comparison_common import (  # noqa: E402 (found through sys.path above)
+    bench_node, describe, executor_argument, shared_arguments, values)
 
 # raw_rcl goes to the Rust node too, which says why it has no such workload (exit 2).
 RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl'}
 ARGUMENTS = [
-    ('executor', 'rclrs_tokio',
-     'Executor under test: rclrs_tokio, rclrs_basic, rclcpp_single, rclcpp_multi, '
-     'rclcpp_events or rclcpp_events_cbg'),
+    executor_argument(with_floors=False),
     ('workers', '1',
      '1: both subscriptions in one Worker (rclcpp: one MutuallyExclusive group); '
      '2: one Worker (group) each'),
     ('work_us', '200', 'CPU time each callback burns, in microseconds of thread CPU time'),
     ('rate_hz', '3000', 'Publishing rate per topic in Hz; 0 publishes as fast as possible'),
-    ('seconds', '3', 'Length of the measured window, in seconds'),
-    ('warmup', '1', 'Warm-up before the measured window, in seconds'),
-    ('reliability', 'reliable', 'QoS reliability: reliable or best_effort'),
-    ('depth', '1000', 'QoS history depth (keep last)'),
+    *shared_arguments('seconds', 'warmup', 'reliability', 'depth'),
     ('threads', '0',
      'Thread pool size of rclrs_tokio, rclcpp_multi and rclcpp_events_cbg; '
      '0 = the executor default (2)'),
@@ -34,10 +34,9 @@ ARGUMENTS = [
 
 
 def _node(context):
-    get = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    get = values(context, ARGUMENTS)
     executor = get['executor']
-    package, executable = (('rclrs_tokio_benchmarks', 'bench_node') if executor in RUST
-                           else ('rclcpp_events_bridge', 'bench_node_cpp'))
+    package, executable = bench_node(executor, RUST)
     arguments = ['--workload', 'parallel', '--executor', executor,
                  '--workers', get['workers'], '--work-us', get['work_us'],
                  '--rate-hz', get['rate_hz'], '--seconds', get['seconds'],
@@ -48,7 +47,4 @@ def _node(context):
 
 
 def generate_launch_description():
-    return LaunchDescription(
-        [DeclareLaunchArgument(name, default_value=default, description=description)
-         for name, default, description in ARGUMENTS]
-        + [OpaqueFunction(function=_node)])
+    return describe(ARGUMENTS, _node)

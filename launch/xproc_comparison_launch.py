@@ -12,34 +12,31 @@ unless `end_with_subscriber:=false`.
 """
 
 import os
+import sys
+from pathlib import Path
 
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler, Shutdown
+from launch.actions import RegisterEventHandler, Shutdown
 from launch.event_handlers import OnProcessExit
-from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from comparison_common import (  # noqa: E402 (found through sys.path above)
+    bench_node, describe, executor_argument, is_true, shared_arguments, values)
 
 RUST = {'rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'raw_push'}
 ARGUMENTS = [
-    ('executor', 'rclrs_tokio',
-     'Executor under test in the subscriber process: rclrs_tokio, rclrs_basic, raw_rcl or '
-     'raw_push (no executor: a wait-set loop, or push callbacks waking one take loop, the '
-     'floor), rclcpp_single, rclcpp_multi, rclcpp_events or rclcpp_events_cbg'),
-    ('payload', '0', 'Payload size of each BenchMessage, in bytes'),
-    ('reliability', 'reliable', 'QoS reliability: reliable or best_effort'),
-    ('depth', '1000', 'QoS history depth (keep last)'),
-    ('rate_hz', '0', 'Publishing rate in Hz; 0 publishes as fast as possible'),
+    executor_argument(with_floors=True, where='Executor under test in the subscriber process'),
+    *shared_arguments('payload', 'reliability', 'depth', 'rate_hz'),
     ('seconds', '3',
      'Length of the measured window, in seconds (it starts at the first message + warmup)'),
-    ('warmup', '1', 'Warm-up before the measured window, in seconds'),
+    *shared_arguments('warmup'),
     ('latency', 'false', 'Record per-message latency in the subscriber (true or false)'),
-    ('callback', 'node', 'Rust only: node-level (node) or Worker (worker) subscriptions'),
+    *shared_arguments('callback'),
     ('subscriptions', '1',
      'Subscriptions on the one topic in the subscriber process (fanout); the publisher '
      'waits for this many matches'),
-    ('workers', '1',
-     'Groups the subscriptions are spread over round-robin: Rust Workers or rclcpp '
-     'MutuallyExclusive callback groups (raw_rcl: always one Worker)'),
+    *shared_arguments('workers'),
     ('idle_exit', '1.0',
      'The subscriber exits after this many seconds without a message, after the window'),
     ('topic', '',
@@ -51,11 +48,10 @@ ARGUMENTS = [
 
 
 def _nodes(context):
-    get = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    get = values(context, ARGUMENTS)
     executor = get['executor']
     topic = get['topic'] or f'bench_xproc_{os.getpid()}'
-    package, executable = (('rclrs_tokio_benchmarks', 'bench_node') if executor in RUST
-                           else ('rclcpp_events_bridge', 'bench_node_cpp'))
+    package, executable = bench_node(executor, RUST)
     common = ['--workload', 'stream', '--topic', topic, '--payload', get['payload'],
               '--reliability', get['reliability'], '--depth', get['depth'],
               '--rate-hz', get['rate_hz'], '--seconds', get['seconds'],
@@ -63,7 +59,7 @@ def _nodes(context):
     sub_arguments = ['--role', 'sub', '--executor', executor, *common,
                      '--callback', get['callback'], '--workers', get['workers'],
                      '--idle-exit-s', get['idle_exit']]
-    if get['latency'].lower() == 'true':
+    if is_true(get['latency']):
         sub_arguments.append('--latency')
     subscriber = Node(package=package, executable=executable, name=f'bench_sub_{executor}',
                       exec_name='sub', arguments=sub_arguments, output='screen')
@@ -74,7 +70,7 @@ def _nodes(context):
     # The subscriber decides when the run is over: it exits idle_exit seconds after the
     # last message, or with exit 2 when no message came (30 s) or the publisher stopped
     # before the window ended. A publisher that failed late does not cut its result short.
-    if get['end_with_subscriber'].lower() != 'true':
+    if not is_true(get['end_with_subscriber']):
         return [subscriber, publisher]
     return [
         RegisterEventHandler(OnProcessExit(
@@ -86,7 +82,4 @@ def _nodes(context):
 
 
 def generate_launch_description():
-    return LaunchDescription(
-        [DeclareLaunchArgument(name, default_value=default, description=description)
-         for name, default, description in ARGUMENTS]
-        + [OpaqueFunction(function=_nodes)])
+    return describe(ARGUMENTS, _nodes)
