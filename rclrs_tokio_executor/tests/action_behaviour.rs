@@ -47,6 +47,49 @@ fn sequence(order: i32) -> Vec<i32> {
     (0..order).collect()
 }
 
+/// A server that accepts every goal and succeeds with its sequence at once, but for a
+/// goal of order 0, which reports `started` and finishes only when `finish` is sent (or
+/// dropped), and the ends of those two signals.
+struct HeldServer {
+    server: ActionServer<Fibonacci>,
+    started: oneshot::Receiver<()>,
+    finish: oneshot::Sender<()>,
+}
+
+fn held_server<'a>(node: &Node, options: impl IntoActionServerOptions<'a>) -> HeldServer {
+    let (started_tx, started) = oneshot::channel::<()>();
+    let (finish, finish_rx) = oneshot::channel::<()>();
+    let pair = taken_once((started_tx, finish_rx));
+    let server = node
+        .create_action_server::<Fibonacci, _>(
+            options,
+            move |requested: RequestedGoal<Fibonacci>| {
+                let order = requested.goal().order;
+                let executing = requested.accept().execute();
+                let signals = if order == 0 {
+                    pair.lock().unwrap().take()
+                } else {
+                    None
+                };
+                async move {
+                    if let Some((started, finish)) = signals {
+                        let _ = started.send(());
+                        let _ = finish.await;
+                    }
+                    executing.succeeded_with(Fibonacci_Result {
+                        sequence: sequence(order),
+                    })
+                }
+            },
+        )
+        .unwrap();
+    HeldServer {
+        server,
+        started,
+        finish,
+    }
+}
+
 fn goals_are_accepted_or_rejected_and_accepted_ones_succeed(make: MakeExecutor) {
     let (mut executor, node, name) = fresh(make, "action_accept");
     let _server = node
@@ -176,20 +219,7 @@ fn finished_goals_expire_after_their_timeout(make: MakeExecutor) {
     // of 32), all finished within a few milliseconds, so they fall due together.
     const GOALS: usize = 40;
     let (mut executor, node, name) = fresh(make, "action_expiry");
-    let _server = node
-        .create_action_server::<Fibonacci, _>(
-            name.as_str().goal_expiration_timeout(EXPIRY),
-            |requested: RequestedGoal<Fibonacci>| {
-                let order = requested.goal().order;
-                let executing = requested.accept().execute();
-                async move {
-                    executing.succeeded_with(Fibonacci_Result {
-                        sequence: sequence(order),
-                    })
-                }
-            },
-        )
-        .unwrap();
+    let _server = held_server(&node, name.as_str().goal_expiration_timeout(EXPIRY));
     let client = ready_client(&mut executor, &node, &name);
     let goal_client = client.clone();
     let finished = run_to_end(&mut executor, async move {
@@ -236,33 +266,13 @@ fn finished_goals_expire_after_their_timeout(make: MakeExecutor) {
 
 fn a_client_dropped_mid_goal_leaves_the_server_serving_others(make: MakeExecutor) {
     let (mut executor, node, name) = fresh(make, "action_drop");
-    let (started_tx, started_rx) = oneshot::channel::<()>();
-    let started_tx = taken_once(started_tx);
-    let _server = node
-        .create_action_server::<Fibonacci, _>(
-            name.as_str(),
-            move |requested: RequestedGoal<Fibonacci>| {
-                let order = requested.goal().order;
-                let executing = requested.accept().execute();
-                let started = started_tx.lock().unwrap().take();
-                async move {
-                    if order == 0 {
-                        // The first goal works until it is cancelled, which never comes:
-                        // its client is dropped.
-                        if let Some(started) = started {
-                            let _ = started.send(());
-                        }
-                        let _ = executing
-                            .unless_cancel_requested(futures::future::pending::<()>())
-                            .await;
-                    }
-                    executing.succeeded_with(Fibonacci_Result {
-                        sequence: sequence(order),
-                    })
-                }
-            },
-        )
-        .unwrap();
+    // The first goal (order 0) works until it is told to finish, which never comes: its
+    // client is dropped.
+    let HeldServer {
+        server: _server,
+        started: started_rx,
+        finish: _finish,
+    } = held_server(&node, &name);
     {
         let first = ready_client(&mut executor, &node, &name);
         let requested = first.request_goal(Fibonacci_Goal { order: 0 });
@@ -291,43 +301,16 @@ fn a_client_dropped_mid_goal_leaves_the_server_serving_others(make: MakeExecutor
     );
 }
 
-/// A server that finishes each goal when told to (order 0) or at once.
-fn finish_on_signal(
-    node: &Node,
-    name: &str,
-    started: oneshot::Sender<()>,
-    finish: oneshot::Receiver<()>,
-) -> ActionServer<Fibonacci> {
-    let pair = taken_once((started, finish));
-    node.create_action_server::<Fibonacci, _>(name, move |requested: RequestedGoal<Fibonacci>| {
-        let order = requested.goal().order;
-        let executing = requested.accept().execute();
-        let signals = if order == 0 {
-            pair.lock().unwrap().take()
-        } else {
-            None
-        };
-        async move {
-            if let Some((started, finish)) = signals {
-                let _ = started.send(());
-                let _ = finish.await;
-            }
-            executing.succeeded_with(Fibonacci_Result {
-                sequence: sequence(order),
-            })
-        }
-    })
-    .unwrap()
-}
-
 fn a_server_dropped_mid_goal_leaves_its_client_and_a_new_server_working(make: MakeExecutor) {
     let (mut executor, node, name) = fresh(make, "action_server_drop");
     let server_node = executor
         .create_node(unique("action_server_drop_server").as_str())
         .unwrap();
-    let (started_tx, started_rx) = oneshot::channel::<()>();
-    let (finish_tx, finish_rx) = oneshot::channel::<()>();
-    let server = finish_on_signal(&server_node, &name, started_tx, finish_rx);
+    let HeldServer {
+        server,
+        started: started_rx,
+        finish: finish_tx,
+    } = held_server(&server_node, &name);
     let client = ready_client(&mut executor, &node, &name);
     let requested = client.request_goal(Fibonacci_Goal { order: 0 });
     let goal = run_to_end(&mut executor, async move {
@@ -346,9 +329,7 @@ fn a_server_dropped_mid_goal_leaves_its_client_and_a_new_server_working(make: Ma
     spin_until(&mut executor, || !client.server_is_available().unwrap());
     // A new server under the same name serves the same client (once discovered: a goal
     // sent before that would be lost, on any executor).
-    let (unused_tx, _) = oneshot::channel::<()>();
-    let (_, unused_rx) = oneshot::channel::<()>();
-    let _server = finish_on_signal(&server_node, &name, unused_tx, unused_rx);
+    let _server = held_server(&server_node, &name);
     spin_until(&mut executor, || client.server_is_available().unwrap());
     // The client sees the server once the server's request readers match its writers;
     // the server's response writers can match the client's readers a little later, and a
@@ -385,9 +366,7 @@ fn a_server_and_its_client_on_different_workers_complete_goals(make: MakeExecuto
     let server_node = executor
         .create_node(unique("action_two_workers_server").as_str())
         .unwrap();
-    let (started_tx, _started_rx) = oneshot::channel::<()>();
-    let (_finish_tx, finish_rx) = oneshot::channel::<()>();
-    let _server = finish_on_signal(&server_node, &name, started_tx, finish_rx);
+    let _server = held_server(&server_node, &name);
     let client = ready_client(&mut executor, &client_node, &name);
     // One goal after another (a burst of requests beyond the services' QoS depth of 10
     // would lose some, on any executor).
