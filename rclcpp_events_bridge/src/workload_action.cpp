@@ -118,26 +118,10 @@ int run_action(const Config & config)
   stop_spinning(spinning);
   executor->remove_node(node);
 
-  const Window & w = goals.window;
-  const double wall_s = w.wall_s();
-  const double goals_per_s = static_cast<double>(w.received()) / wall_s;
-  bench::Json json;
-  json.text("workload", name(config.workload))
-  .text("role", name(config.role))
-  .text("executor", config.executor)
-  .number("window_s", wall_s, 3)
-  .integer("sent", w.received())
-  .integer("received", w.received())
-  .integer("dropped", 0)
-  .number("drop_pct", 0.0, 2)
-  .number("sent_per_s", goals_per_s, 1)
-  .number("received_per_s", goals_per_s, 1)
-  .number("cpu_process_pct", 100.0 * w.process_cpu_s() / wall_s, 1)
-  .number("cpu_executor_pct", 100.0 * w.executor_cpu_s() / wall_s, 1)
-  .number("idle_cpu_pct", 100.0 * idle.executor_cpu_s() / idle.wall_s(), 3)
+  bench::Json json = round_trip_report(config, goals, std::nullopt);
+  json.number("idle_cpu_pct", 100.0 * idle.executor_cpu_s() / idle.wall_s(), 3)
   .number("idle_process_cpu_pct", 100.0 * idle.process_cpu_s() / idle.wall_s(), 3)
-  .number("idle_window_s", idle.wall_s(), 3)
-  .latencies(goals.latencies);
+  .number("idle_window_s", idle.wall_s(), 3);
   print(json);
   return 0;
 }

@@ -119,6 +119,32 @@ RoundTrips drive_round_trips(
   }
 }
 
+bench::Json round_trip_report(
+  const Config & config, const RoundTrips & trips, std::optional<uint64_t> payload)
+{
+  const Window & w = trips.window;
+  const double wall_s = w.wall_s();
+  const double per_s = static_cast<double>(w.received()) / wall_s;
+  bench::Json json;
+  json.text("workload", name(config.workload))
+  .text("role", name(config.role))
+  .text("executor", config.executor);
+  if (payload) {
+    json.integer("payload", *payload);
+  }
+  json.number("window_s", wall_s, 3)
+  .integer("sent", trips.completed)
+  .integer("received", trips.completed)
+  .integer("dropped", 0)
+  .number("drop_pct", 0.0, 2)
+  .number("sent_per_s", per_s, 1)
+  .number("received_per_s", per_s, 1)
+  .number("cpu_process_pct", 100.0 * w.process_cpu_s() / wall_s, 1)
+  .number("cpu_executor_pct", 100.0 * w.executor_cpu_s() / wall_s, 1)
+  .latencies(trips.latencies);
+  return json;
+}
+
 Window idle_window(const Config & config)
 {
   bench::sleep_until(Clock::now() + std::chrono::milliseconds(500));

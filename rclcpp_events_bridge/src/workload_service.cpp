@@ -76,25 +76,7 @@ int run_service(const Config & config)
   stop_spinning(spinning);
   executor->remove_node(node);
 
-  const Window & w = calls.window;
-  const double wall_s = w.wall_s();
-  const double calls_per_s = static_cast<double>(w.received()) / wall_s;
-  bench::Json json;
-  json.text("workload", name(config.workload))
-  .text("role", name(config.role))
-  .text("executor", config.executor)
-  .integer("payload", config.payload)
-  .number("window_s", wall_s, 3)
-  .integer("sent", calls.completed)
-  .integer("received", calls.completed)
-  .integer("dropped", 0)
-  .number("drop_pct", 0.0, 2)
-  .number("sent_per_s", calls_per_s, 1)
-  .number("received_per_s", calls_per_s, 1)
-  .number("cpu_process_pct", 100.0 * w.process_cpu_s() / wall_s, 1)
-  .number("cpu_executor_pct", 100.0 * w.executor_cpu_s() / wall_s, 1)
-  .latencies(calls.latencies);
-  print(json);
+  print(round_trip_report(config, calls, config.payload));
   return 0;
 }
 

@@ -289,6 +289,13 @@ struct RoundTrips
   bench::Latencies latencies;  // inside the window
 };
 
+/// The keys every round-trip workload reports: workload, role, executor, payload (bytes
+/// per request, where the workload has one), the window, the round trips completed as
+/// both sent and received (a closed loop loses none; warm-up included, as the message
+/// workloads count), their rate, CPU and latencies. Callers append their own keys.
+bench::Json round_trip_report(
+  const Config & config, const RoundTrips & trips, std::optional<uint64_t> payload);
+
 /// Call `round_trip(seq)` (which returns its round trip in nanoseconds) back to back
 /// for the warm-up and the window, or until interrupted; the window's edges are taken
 /// on this (the driver's) thread.

@@ -66,22 +66,11 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let executor_stats = spinner.stats();
     let executor = spinner.stop()?;
     let (idle, busy) = result?;
-    let (window, latencies) = (busy.window, busy.latencies);
-    let goals = window.received();
-    let report = Report::new()
-        .text("executor", &config.executor)
-        .text("workload", "action")
-        .text("role", "both")
-        .num("window_s", window.wall_s(), 3)
-        .deliveries(goals, goals)
-        .num("sent_per_s", window.received_per_s(), 1)
-        .num("received_per_s", window.received_per_s(), 1)
-        .num("cpu_process_pct", window.process_cpu_pct(), 1)
-        .num("cpu_executor_pct", window.executor_cpu_pct(), 1)
+    let report = busy
+        .report(&config.executor, "action", None)
         .num("idle_cpu_pct", idle.executor_cpu_pct(), 3)
         .num("idle_process_cpu_pct", idle.process_cpu_pct(), 3)
         .num("idle_window_s", idle.wall_s(), 3)
-        .latencies(&latencies)
         .introspection(executor_stats.as_ref());
     drop(client);
     drop(executor);

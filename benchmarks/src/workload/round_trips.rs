@@ -5,6 +5,7 @@
 //! before their busy phase.
 
 use super::publishing::{Edge, Window};
+use super::report::Report;
 use super::Config;
 use crate::{interrupt, Latencies};
 use std::time::{Duration, Instant};
@@ -17,6 +18,33 @@ pub struct RoundTrips {
     pub completed: u64,
     /// The round trips inside the window, in nanoseconds.
     pub latencies: Latencies,
+}
+
+impl RoundTrips {
+    /// The keys every round-trip workload reports: `executor`, `workload`, the window,
+    /// the round trips completed as both sent and received (a closed loop loses none;
+    /// warm-up included, as the message workloads count), their rate, CPU and
+    /// latencies. `payload` (bytes per request) where the workload has one. Callers add
+    /// their own keys.
+    pub fn report(&self, executor: &str, workload: &str, payload: Option<usize>) -> Report {
+        let window = &self.window;
+        let report = Report::new()
+            .text("executor", executor)
+            .text("workload", workload)
+            .text("role", "both");
+        let report = match payload {
+            Some(bytes) => report.int("payload", bytes as u64),
+            None => report,
+        };
+        report
+            .num("window_s", window.wall_s(), 3)
+            .deliveries(self.completed, self.completed)
+            .num("sent_per_s", window.received_per_s(), 1)
+            .num("received_per_s", window.received_per_s(), 1)
+            .num("cpu_process_pct", window.process_cpu_pct(), 1)
+            .num("cpu_executor_pct", window.executor_cpu_pct(), 1)
+            .latencies(&self.latencies)
+    }
 }
 
 /// Run `round_trip` (which returns its round trip in nanoseconds) back to back for the

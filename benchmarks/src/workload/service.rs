@@ -56,23 +56,8 @@ pub fn run(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     })();
     let executor_stats = spinner.stats();
     let executor = spinner.stop()?;
-    let RoundTrips {
-        window,
-        completed: calls,
-        latencies,
-    } = result?;
-    let report = Report::new()
-        .text("executor", &config.executor)
-        .text("workload", "service")
-        .text("role", "both")
-        .int("payload", config.payload as u64)
-        .num("window_s", window.wall_s(), 3)
-        .deliveries(calls, calls)
-        .num("sent_per_s", window.received_per_s(), 1)
-        .num("received_per_s", window.received_per_s(), 1)
-        .num("cpu_process_pct", window.process_cpu_pct(), 1)
-        .num("cpu_executor_pct", window.executor_cpu_pct(), 1)
-        .latencies(&latencies)
+    let report = result?
+        .report(&config.executor, "service", Some(config.payload))
         .introspection(executor_stats.as_ref());
     drop(client);
     drop(executor);
