@@ -17,7 +17,7 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-use support::{publish_to, unique, wait_matched};
+use support::{publish_to, spin_for, unique, wait_matched};
 
 type MakeExecutor = fn(&Context) -> Executor;
 
@@ -619,6 +619,76 @@ fn timers_can_be_cancelled_and_reset_from_callbacks(make: MakeExecutor) {
     );
 }
 
+fn timers_follow_their_mode_oneshot_inert_and_changed_from_inside(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("timer_modes").as_str())
+        .unwrap();
+    let period = Duration::from_millis(10);
+    let counter = || Arc::new(AtomicUsize::new(0));
+    let count = |c: &Arc<AtomicUsize>| {
+        let c = Arc::clone(c);
+        move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    // Fires once, then stays inert.
+    let once = counter();
+    let _oneshot = node.create_timer_oneshot(period, count(&once)).unwrap();
+    // Never fires until it gets a callback.
+    let later = counter();
+    let inert = node.create_timer_inert(period).unwrap();
+    // Goes inert from inside its third call.
+    let to_inert = counter();
+    let _goes_inert = {
+        let c = Arc::clone(&to_inert);
+        node.create_timer_repeating(period, move |timer: &Timer| {
+            if c.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                timer.set_inert();
+            }
+        })
+        .unwrap()
+    };
+    // Turns into a oneshot from inside its second call: one more call after that.
+    let (before, after) = (counter(), counter());
+    let _goes_oneshot = {
+        let c = Arc::clone(&before);
+        let then = count(&after);
+        let then = Mutex::new(Some(then));
+        node.create_timer_repeating(period, move |timer: &Timer| {
+            if c.fetch_add(1, Ordering::SeqCst) + 1 == 2 {
+                if let Some(then) = then.lock().unwrap().take() {
+                    timer.set_oneshot(then);
+                }
+            }
+        })
+        .unwrap()
+    };
+    let snapshot = || [&once, &later, &to_inert, &before, &after].map(|c| c.load(Ordering::SeqCst));
+    spin_for(&mut executor, Duration::from_millis(300));
+    assert_eq!(
+        snapshot(),
+        [1, 0, 3, 2, 1],
+        "[oneshot, inert, to inert, before, after]"
+    );
+    // Nothing fires while not spinning; the inert timer, given a callback, runs on.
+    inert.set_repeating(count(&later));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        snapshot(),
+        [1, 0, 3, 2, 1],
+        "a timer fired while not spinning"
+    );
+    spin_for(&mut executor, Duration::from_millis(200));
+    let [once_n, later_n, to_inert_n, before_n, after_n] = snapshot();
+    assert_eq!([once_n, to_inert_n, before_n, after_n], [1, 3, 2, 1]);
+    assert!(
+        (5..=25).contains(&later_n),
+        "the timer given a callback fired {later_n} times in 200 ms at 10 ms"
+    );
+}
+
 fn an_overrunning_timer_does_not_burst(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
@@ -839,6 +909,10 @@ macro_rules! suite {
             #[test]
             fn timers_can_be_cancelled_and_reset_from_callbacks() {
                 super::timers_can_be_cancelled_and_reset_from_callbacks(MAKE)
+            }
+            #[test]
+            fn timers_follow_their_mode_oneshot_inert_and_changed_from_inside() {
+                super::timers_follow_their_mode_oneshot_inert_and_changed_from_inside(MAKE)
             }
             #[test]
             fn an_overrunning_timer_does_not_burst() {
