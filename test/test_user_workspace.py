@@ -1,9 +1,12 @@
 """A user's own workspace builds against the installed overlay the ordinary ROS way.
 
 What the README's "Use it from your own workspace" section says, done in a fresh
-temporary workspace: source the overlay (`.ros/env.sh`, then `install/setup.sh`), run
-plain `colcon build` there, and run the package it built. The shell starts without the
-colcon defaults `make` sets for the overlay's own builds, as a user's shell would.
+temporary workspace: source the overlay's `install/setup.bash` (which chains the ROS
+prefix and the patched rclrs, as an install built on /opt/ros chains /opt/ros), run
+plain `colcon build` there, and run the package it built. The shell starts as a user's
+would: with none of the ROS, colcon or cargo variables `make` sets, and without the
+venv on PATH. The other documented way (`.ros/env.sh`, then `install/setup.sh`) is
+checked too.
 """
 
 import json
@@ -19,11 +22,29 @@ TEMPLATE = ROOT / 'test' / 'user_workspace' / 'my_tokio_listener'
 PACKAGE = 'my_tokio_listener'
 
 
-def run_in_user_shell(script: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith('COLCON')}
-    prologue = (f'set -eo pipefail; source {ROOT}/.ros/env.sh; '
-                f'source {ROOT}/install/setup.sh; ')
-    return subprocess.run(['bash', '-c', prologue + script], cwd=cwd, env=env,
+# How a user's shell sets up the overlay.
+SOURCING = {
+    'setup.bash alone': f'source {ROOT}/install/setup.bash',
+    'env.sh then setup.sh': f'source {ROOT}/.ros/env.sh; source {ROOT}/install/setup.sh',
+}
+# What `make` (or a shell that sourced the overlay) sets and a fresh shell has not.
+SET_BY_SOURCING = {'AMENT_PREFIX_PATH', 'CMAKE_PREFIX_PATH', 'ROS_DISTRO', 'PYTHONPATH',
+                   'LD_LIBRARY_PATH', 'RUSTFLAGS', 'ROS_AUTOMATIC_DISCOVERY_RANGE'}
+
+
+def fresh_shell_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in SET_BY_SOURCING and not k.startswith(('COLCON', 'RCLRS_TOKIO'))}
+    venv_bin = str(ROOT / '.ros' / 'venv' / 'bin')
+    env['PATH'] = os.pathsep.join(p for p in env.get('PATH', '').split(os.pathsep)
+                                  if p and p != venv_bin)
+    return env
+
+
+def run_in_user_shell(script: str, cwd: Path, timeout: float,
+                      sourcing: str = 'setup.bash alone') -> subprocess.CompletedProcess:
+    prologue = f'set -eo pipefail; {SOURCING[sourcing]}; '
+    return subprocess.run(['bash', '-c', prologue + script], cwd=cwd, env=fresh_shell_env(),
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -36,8 +57,9 @@ def workspace(tmp_path_factory) -> Path:
     return ws
 
 
-def test_sourcing_the_overlay_leaves_colcon_to_the_users_workspace(workspace):
-    listed = run_in_user_shell('colcon list --names-only', workspace, 120)
+@pytest.mark.parametrize('sourcing', sorted(SOURCING))
+def test_sourcing_the_overlay_leaves_colcon_to_the_users_workspace(workspace, sourcing):
+    listed = run_in_user_shell('colcon list --names-only', workspace, 120, sourcing)
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.split() == [PACKAGE], listed.stdout
 
@@ -52,9 +74,10 @@ def test_a_users_package_builds_against_the_overlay_and_runs(workspace):
     config = (workspace / '.cargo' / 'config.toml').read_text()
     assert str(ROOT / '.ros' / 'rclrs') in config, config
 
-    ran = run_in_user_shell(
-        f'source install/setup.sh && install/{PACKAGE}/lib/{PACKAGE}/{PACKAGE} 20',
-        workspace, 60)
-    assert ran.returncode == 0, f'{ran.stdout}\n{ran.stderr}'
-    summary = json.loads(ran.stdout.strip().splitlines()[-1])
-    assert summary == {'sent': 20, 'heard': 20}
+    for sourcing in SOURCING:
+        ran = run_in_user_shell(
+            f'source install/setup.bash && install/{PACKAGE}/lib/{PACKAGE}/{PACKAGE} 20',
+            workspace, 60, sourcing)
+        assert ran.returncode == 0, f'{sourcing}: {ran.stdout}\n{ran.stderr}'
+        summary = json.loads(ran.stdout.strip().splitlines()[-1])
+        assert summary == {'sent': 20, 'heard': 20}, sourcing
