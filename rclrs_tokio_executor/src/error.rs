@@ -16,10 +16,11 @@ pub enum TokioExecutorError {
     Signals(String),
 }
 
-/// The message of the error a blocking `spin()` reports inside a Tokio runtime.
+/// The message of the error a blocking `spin()` reports on the one thread its Workers need.
 pub const SPIN_INSIDE_RUNTIME: &str =
-    "rclrs_tokio_executor: the blocking spin() was called from inside a Tokio runtime, \
-     where it would stall or deadlock the runtime; use `executor.spin_async(options).await`";
+    "rclrs_tokio_executor: the blocking spin() was called on the single-threaded Tokio \
+     runtime that runs the executor's Workers, which it would block for good; use \
+     `executor.spin_async(options).await`";
 
 /// The message of the error a spin reports when the runtime passed as
 /// [`runtime_handle`](crate::TokioExecutorOptions::runtime_handle) does not run the
@@ -67,8 +68,10 @@ pub fn is_interrupted_error(error: &RclrsError) -> bool {
     is_own_error(error, INTERRUPTED)
 }
 
-/// True if `error` is the one the blocking `spin()` reports when it is called from
-/// inside a Tokio runtime (use `spin_async` there).
+/// True if `error` is the one the blocking `spin()` reports when it is called on the
+/// thread of a current-thread Tokio runtime that runs the executor's Workers (the
+/// runtime passed as `runtime_handle`, or one of the pool's threads), which it would
+/// block for good (use `spin_async` there).
 pub fn is_spin_inside_runtime_error(error: &RclrsError) -> bool {
     is_own_error(error, SPIN_INSIDE_RUNTIME)
 }

@@ -68,8 +68,12 @@
 //! stop time. [`sleep_until`] and [`sleep_for`] sleep in ROS time inside async code.
 //!
 //! Callbacks run on Tokio threads, so they may use the Tokio ecosystem (spawn, timers,
-//! I/O). The blocking `spin()` cannot be called from inside a Tokio runtime: it returns
-//! the error recognised by [`is_spin_inside_runtime_error`]; use `spin_async().await`.
+//! I/O). Inside async code, `spin_async().await` spins without blocking. The blocking
+//! `spin()` blocks the calling thread wherever it is called, as the basic executor's
+//! does: on a multi-thread Tokio runtime through `block_in_place`, so the runtime's other
+//! tasks move to its other threads. Only where it would block the one thread that runs
+//! its own Workers (a current-thread runtime passed as `runtime_handle`) does it return,
+//! at once, the error recognised by [`is_spin_inside_runtime_error`].
 //!
 //! # Threading and ownership
 //!

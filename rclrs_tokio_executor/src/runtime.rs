@@ -84,7 +84,7 @@ use futures::future::BoxFuture;
 use rclrs::{ExecutorChannel, ExecutorRuntime, RclrsError, SpinConditions};
 use shared::ExecutorShared;
 use std::sync::Arc;
-use threads::Threads;
+use threads::{Blocking, Threads};
 
 /// The [`ExecutorRuntime`] behind [`CreateTokioExecutor`][crate::CreateTokioExecutor].
 ///
@@ -124,11 +124,16 @@ impl ExecutorRuntime for TokioExecutorRuntime {
     }
 
     fn spin(&mut self, conditions: SpinConditions) -> Vec<RclrsError> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return vec![crate::error::spin_inside_runtime()];
+        // The spin future needs no runtime: it runs right here, on the caller's thread,
+        // which it blocks, as the basic executor's spin does, wherever that is called.
+        let spinning = spin::spin(Arc::clone(&self.shared), conditions);
+        match self.shared.threads.blocking_here() {
+            Blocking::Plain => futures::executor::block_on(spinning),
+            Blocking::InPlace => {
+                tokio::task::block_in_place(|| futures::executor::block_on(spinning))
+            }
+            Blocking::Starves => vec![crate::error::spin_inside_runtime()],
         }
-        // The spin future needs no runtime: it runs right here, on the caller's thread.
-        futures::executor::block_on(spin::spin(Arc::clone(&self.shared), conditions))
     }
 
     fn spin_async(

@@ -1,5 +1,6 @@
-//! What only the Tokio executor promises: composing with Tokio, refusing a blocking spin
-//! inside a runtime, running on a user's runtime, and containing panics.
+//! What only the Tokio executor promises: composing with Tokio, a blocking spin inside a
+//! user's runtime (served, but refused where it would starve its own Workers), running
+//! on a user's runtime, and containing panics.
 
 mod support;
 
@@ -29,12 +30,95 @@ fn after_n_calls(n: usize) -> (impl Fn() + Send + Sync + Clone + 'static, Promis
     (tick, rx)
 }
 
+/// Twenty messages published from a plain thread to a subscription of a fresh node of
+/// `executor`, and a blocking spin until all arrived (or 20 s): its errors.
+fn blocking_spin_of_twenty_messages(mut executor: Executor) -> Vec<RclrsError> {
+    let node = executor
+        .create_node(unique("blocking_spin").as_str())
+        .unwrap();
+    let topic = unique("blocking_spin_topic");
+    let (tick, done) = after_n_calls(20);
+    let _sub = node
+        .create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |_m: Int32| tick(),
+        )
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    let publishing = std::thread::spawn(move || {
+        support::wait_matched(&publisher, 1);
+        for data in 0..20 {
+            publisher.publish(Int32 { data }).unwrap();
+        }
+        publisher
+    });
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(done)
+            .timeout(Duration::from_secs(20)),
+    );
+    let _publisher = publishing.join().unwrap();
+    errors
+}
+
+// A blocking spin from inside a user's runtime blocks the calling thread, as the basic
+// executor's does, and serves callbacks: on a current-thread runtime (whose other tasks
+// wait meanwhile) and on a multi-thread one (through `block_in_place`).
 #[tokio::test(flavor = "current_thread")]
-async fn a_blocking_spin_inside_a_tokio_runtime_returns_a_typed_error() {
+async fn a_blocking_spin_inside_a_current_thread_runtime_serves_callbacks_as_basic_does() {
     let context = Context::default_from_env().unwrap();
+    let basic = blocking_spin_of_twenty_messages(context.create_basic_executor());
+    assert!(basic.is_empty(), "basic: {basic:?}");
+    let errors = blocking_spin_of_twenty_messages(context.create_tokio_executor());
+    assert!(errors.is_empty(), "tokio: {errors:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_blocking_spin_inside_a_multi_thread_runtime_serves_callbacks_and_the_runtime() {
+    let context = Context::default_from_env().unwrap();
+    let messages = blocking_spin_of_twenty_messages(context.create_tokio_executor());
+    assert!(messages.is_empty(), "{messages:?}");
+    // A spin on the runtime's only worker thread, waiting for another task of that
+    // runtime: that task runs meanwhile (the runtime moves it to another thread).
+    let (ticked, done) = oneshot::channel::<()>();
+    let ticking = tokio::spawn(async move {
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let _ = ticked.send(());
+    });
     let mut executor = context.create_tokio_executor();
+    let spinning = tokio::spawn(async move {
+        let start = Instant::now();
+        let errors = executor.spin(
+            SpinOptions::default()
+                .until_promise_resolved(done)
+                .timeout(Duration::from_secs(10)),
+        );
+        (errors, start.elapsed())
+    });
+    let (errors, took) = spinning.await.unwrap();
+    assert!(
+        errors.is_empty(),
+        "the runtime's task was starved: {errors:?}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    ticking.await.unwrap();
+}
+
+// Where the spin would block the one thread that runs its Worker tasks, it could never
+// end: it returns a typed error at once instead.
+#[test]
+fn a_blocking_spin_on_the_single_thread_its_workers_need_returns_a_typed_error() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut executor = tokio_executor_on(runtime.handle());
     let start = Instant::now();
-    let errors = executor.spin(SpinOptions::default());
+    let errors = runtime.block_on(async { executor.spin(SpinOptions::default()) });
     assert!(
         start.elapsed() < Duration::from_secs(1),
         "it must not block"

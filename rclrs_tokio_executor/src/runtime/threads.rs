@@ -26,13 +26,27 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-use tokio::{runtime::Handle, sync::oneshot, task::JoinHandle};
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::{sync::oneshot, task::JoinHandle};
 
 /// One thread running a current-thread runtime until the pool shuts down.
 pub(crate) struct PoolThread {
     handle: Handle,
     /// The Worker tasks placed here, and how busy they keep the thread.
     load: Arc<ThreadLoad>,
+}
+
+/// How the blocking `spin()` blocks the thread that calls it.
+pub(crate) enum Blocking {
+    /// Outside any Tokio runtime, or on a single-threaded runtime that runs none of the
+    /// executor's tasks (whose other tasks wait, as under the basic executor's spin).
+    Plain,
+    /// On a thread of a multi-thread runtime: through `block_in_place`, so the runtime
+    /// hands the thread's other tasks to its other threads meanwhile.
+    InPlace,
+    /// On the single thread that would run the Worker tasks the spin waits for: it
+    /// could never end, so the spin refuses.
+    Starves,
 }
 
 pub(crate) enum Threads {
@@ -170,6 +184,22 @@ impl Threads {
                 .handle
                 .clone(),
             Self::External { handle, .. } => handle.clone(),
+        }
+    }
+
+    /// How the blocking `spin()` may block the calling thread (see [`Blocking`]).
+    pub(crate) fn blocking_here(&self) -> Blocking {
+        let Ok(current) = Handle::try_current() else {
+            return Blocking::Plain;
+        };
+        let ours = match self {
+            Self::Pool { .. } => self.is_pool_thread(),
+            Self::External { handle, .. } => handle.id() == current.id(),
+        };
+        match current.runtime_flavor() {
+            RuntimeFlavor::MultiThread => Blocking::InPlace,
+            _ if ours => Blocking::Starves,
+            _ => Blocking::Plain,
         }
     }
 
