@@ -30,15 +30,21 @@ fn after_n_calls(n: usize) -> (impl Fn() + Send + Sync + Clone + 'static, Promis
     (tick, rx)
 }
 
-/// Twenty messages published from a plain thread to a subscription of a fresh node of
-/// `executor`, and a blocking spin until all arrived (or 20 s): its errors.
-fn blocking_spin_of_twenty_messages(mut executor: Executor) -> Vec<RclrsError> {
-    let node = executor
-        .create_node(unique("blocking_spin").as_str())
-        .unwrap();
-    let topic = unique("blocking_spin_topic");
+/// A subscription of a fresh node of `executor` on a topic of its own, and a thread
+/// that publishes twenty messages to it once matched (and returns the publisher): the
+/// promise resolves when all twenty arrived.
+fn twenty_messages(
+    executor: &Executor,
+    name: &str,
+) -> (
+    Subscription<Int32>,
+    std::thread::JoinHandle<Publisher<Int32>>,
+    Promise<()>,
+) {
+    let node = executor.create_node(unique(name).as_str()).unwrap();
+    let topic = unique(&format!("{name}_topic"));
     let (tick, done) = after_n_calls(20);
-    let _sub = node
+    let subscription = node
         .create_subscription(
             topic.as_str().keep_last(100).reliable(),
             move |_m: Int32| tick(),
@@ -54,6 +60,12 @@ fn blocking_spin_of_twenty_messages(mut executor: Executor) -> Vec<RclrsError> {
         }
         publisher
     });
+    (subscription, publishing, done)
+}
+
+/// A blocking spin of `executor` until twenty messages arrived (or 20 s): its errors.
+fn blocking_spin_of_twenty_messages(mut executor: Executor) -> Vec<RclrsError> {
+    let (_subscription, publishing, done) = twenty_messages(&executor, "blocking_spin");
     let errors = executor.spin(
         SpinOptions::default()
             .until_promise_resolved(done)
@@ -136,25 +148,7 @@ fn a_blocking_spin_on_the_single_thread_its_workers_need_returns_a_typed_error()
 async fn spin_async_composes_with_a_tokio_main() {
     let context = Context::default_from_env().unwrap();
     let executor = context.create_tokio_executor();
-    let node = executor.create_node(unique("spin_async").as_str()).unwrap();
-    let topic = unique("spin_async_topic");
-    let (tick, done) = after_n_calls(20);
-    let _sub = node
-        .create_subscription(
-            topic.as_str().keep_last(100).reliable(),
-            move |_m: Int32| tick(),
-        )
-        .unwrap();
-    let publisher = node
-        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
-        .unwrap();
-    let publishing = tokio::task::spawn_blocking(move || {
-        support::wait_matched(&publisher, 1);
-        for data in 0..20 {
-            publisher.publish(Int32 { data }).unwrap();
-        }
-        publisher
-    });
+    let (_subscription, publishing, done) = twenty_messages(&executor, "spin_async");
     let (executor, errors) = tokio::time::timeout(
         Duration::from_secs(20),
         executor.spin_async(SpinOptions::default().until_promise_resolved(done)),
@@ -162,7 +156,7 @@ async fn spin_async_composes_with_a_tokio_main() {
     .await
     .expect("spin_async finished");
     assert!(errors.is_empty(), "{errors:?}");
-    let _publisher = publishing.await.unwrap();
+    let _publisher = publishing.join().unwrap();
     // The executor comes back and can spin again.
     let (_executor, errors) = executor
         .spin_async(SpinOptions::default().timeout(Duration::from_millis(10)))
