@@ -249,6 +249,15 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
     by = {(r['scenario'], r['executor']): r for r in runs if r.get('metrics')}
     executors = [e for e in ORDER if any(k[1] == e for k in by)]
 
+    def save(fig, legend_ax, name):
+        """Legend on `legend_ax`, layout, then `name` in the directory; the figure closes."""
+        legend_ax.legend(fontsize=8)
+        fig.tight_layout()
+        out = directory / name
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
+
     def bars(scenarios, metric, title, ylabel, name):
         scenarios = [s for s in scenarios if any((s, e) in by for e in executors)]
         if not scenarios:
@@ -263,12 +272,7 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         ax.set_xticklabels(scenarios, rotation=15)
         ax.set_title(title)
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        out = directory / name
-        fig.savefig(out, dpi=110)
-        plt.close(fig)
-        written.append(out)
+        save(fig, ax, name)
 
     scen = list(dict.fromkeys(r['scenario'] for r in runs))
     bars([s for s in scen if s.startswith('throughput') and not s.endswith('_xproc')],
@@ -306,13 +310,8 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
             ax.set_yscale('log')
             ax.set_xlabel('subscriptions')
             ax.set_title(title)
-        axes[0].legend(fontsize=8)
         fig.suptitle('Scaling: N subscriptions on N topics, 1 kHz on one of them')
-        fig.tight_layout()
-        out = directory / 'scaling.png'
-        fig.savefig(out, dpi=110)
-        plt.close(fig)
-        written.append(out)
+        save(fig, axes[0], 'scaling.png')
     quantiles = [('latency_p50_us', 0.5), ('latency_p99_us', 0.99),
                  ('latency_p999_us', 0.999), ('latency_max_us', 1.0)]
     for scenario in [s for s in scen
@@ -329,12 +328,7 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         ax.set_xlabel('latency (µs)')
         ax.set_ylabel('fraction of messages')
         ax.set_title(f'{scenario}: latency quantiles (p50, p99, p99.9, max)')
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        out = directory / f'{scenario}_cdf.png'
-        fig.savefig(out, dpi=110)
-        plt.close(fig)
-        written.append(out)
+        save(fig, ax, f'{scenario}_cdf.png')
     # Stage breakdown: the median (p50) time of each stage, stacked, per traced row.
     traced = [r for r in runs if (r.get('metrics') or {}).get('stages')]
     if traced:
@@ -351,12 +345,7 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
                    label='notify_to_callback_end (p50)', zorder=3)
         ax.set_ylabel('µs (p50 of each stage)')
         ax.set_title('Where a message\'s time goes (stage tracing)')
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        out = directory / 'stages.png'
-        fig.savefig(out, dpi=110)
-        plt.close(fig)
-        written.append(out)
+        save(fig, ax, 'stages.png')
     # Timer jitter: a histogram of |interval - period| per timer scenario.
     edges = ['≤1', '≤2', '≤5', '≤10', '≤20', '≤50', '≤100', '≤200', '≤500', '≤1000', '>1000']
     for scenario in [s for s in scen if s.startswith('timer')]:
@@ -377,12 +366,7 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         ax.set_xlabel('|interval - period| (µs)')
         ax.set_ylabel('fraction of intervals')
         ax.set_title(f'{scenario}: timer period jitter histogram (all repetitions)')
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        out = directory / f'{scenario}_jitter.png'
-        fig.savefig(out, dpi=110)
-        plt.close(fig)
-        written.append(out)
+        save(fig, ax, f'{scenario}_jitter.png')
     return written
 
 
