@@ -1,9 +1,10 @@
 //! R5, bad input: invalid node and topic names, a service called with the wrong type,
-//! `spin()` inside a Tokio runtime, entities created after the executor was dropped,
-//! very large and zero timeouts, and a runtime handle nobody drives. Each must end in a
-//! typed error (or, where there is no error to give, an orderly outcome), never a
-//! panic or a hang. Outcomes are reported for both executors; the checks hold the
-//! Tokio executor to them (the basic executor panics on `Duration::MAX`, for one).
+//! `spin()` inside a Tokio runtime (and on the one its Workers need), entities created
+//! after the executor was dropped, very large and zero timeouts, and a runtime handle
+//! nobody drives. Each must end in a typed error (or, where there is no error to give,
+//! an orderly outcome), never a panic or a hang. Outcomes are reported for both
+//! executors; the checks hold the Tokio executor to them (the basic executor panics on
+//! `Duration::MAX`, for one).
 
 use super::common::{unique, BoxError, CaseResult, ExecutorKind, Scale, Watchdog};
 use rclrs::*;
@@ -90,25 +91,51 @@ fn wrong_service_type(kind: ExecutorKind) -> Result<Outcome, BoxError> {
     )))
 }
 
+/// A blocking spin inside a user's current-thread runtime times out as it would outside
+/// one, on both executors; on the Tokio executor, one on the runtime its own Workers run
+/// on (passed as `runtime_handle`) returns the typed error at once instead of hanging.
 fn spin_inside_tokio(kind: ExecutorKind) -> Result<Outcome, BoxError> {
     let (mut executor, _) = kind.create_fresh()?;
     let _node = executor.create_node(unique("r5_inside").as_str())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let start = Instant::now();
     let errors = runtime.block_on(async {
         executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)))
     });
-    Ok(match kind {
-        ExecutorKind::Tokio if errors.iter().any(is_spin_inside_runtime_error) => {
-            Ok("typed error (is_spin_inside_runtime_error)".into())
-        }
-        ExecutorKind::Tokio => Err(format!("no spin-inside-runtime error: {:?}", code(&errors))),
-        ExecutorKind::Basic => Ok(format!(
-            "spun, blocking the runtime's thread: {:?}",
-            code(&errors)
-        )),
-    })
+    let took = start.elapsed();
+    let inside = code(&errors);
+    if inside != ["Timeout"] || took > Duration::from_secs(2) {
+        return Ok(Err(format!(
+            "a 100 ms spin inside a runtime: {inside:?} after {took:?}"
+        )));
+    }
+    if kind == ExecutorKind::Basic {
+        return Ok(Ok(format!(
+            "spun, blocking the runtime's thread: {inside:?}"
+        )));
+    }
+    let mut on_its_own_runtime = Context::default_from_env()?.create_tokio_executor_with(
+        TokioExecutorOptions::new().runtime_handle(runtime.handle().clone()),
+    )?;
+    let _node = on_its_own_runtime.create_node(unique("r5_inside_own").as_str())?;
+    let start = Instant::now();
+    let errors = runtime.block_on(async { on_its_own_runtime.spin(SpinOptions::default()) });
+    let took = start.elapsed();
+    Ok(
+        if errors.iter().any(is_spin_inside_runtime_error) && took < Duration::from_secs(1) {
+            Ok(format!(
+                "spun, blocking the runtime's thread: {inside:?}; on the runtime its \
+                 Workers need: typed error (is_spin_inside_runtime_error)"
+            ))
+        } else {
+            Err(format!(
+                "on the runtime its Workers need: {:?} after {took:?}",
+                code(&errors)
+            ))
+        },
+    )
 }
 
 fn entities_after_drop(kind: ExecutorKind) -> Result<Outcome, BoxError> {
