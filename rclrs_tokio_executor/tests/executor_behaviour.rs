@@ -496,6 +496,52 @@ fn a_worker_runs_its_work_in_order(make: MakeExecutor) {
     );
 }
 
+fn work_sent_to_a_worker_before_it_is_dropped_still_runs(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("orphan").as_str()).unwrap();
+    // Sent while not spinning, with the Worker dropped before the spin (a worker made
+    // only to run one job, say): the job still runs, on the payload as it was.
+    let worker = node.create_worker::<Vec<i32>>(vec![1]);
+    let first = worker.run(|log: &mut Vec<i32>| {
+        log.push(2);
+        log.clone()
+    });
+    let second = worker.run(|log: &mut Vec<i32>| {
+        log.push(3);
+        log.clone()
+    });
+    drop(worker);
+    let (mut second, notice) = executor.commands().create_notice(second);
+    spin_until(&mut executor, notice);
+    assert_eq!(second.try_recv().unwrap(), Some(vec![1, 2, 3]));
+    let mut first = first;
+    assert_eq!(first.try_recv().unwrap(), Some(vec![1, 2]));
+    // Dropped during a spin, with jobs still queued behind a slow one: they run too.
+    let worker = node.create_worker::<usize>(0);
+    let slow = worker.run(|_: &mut usize| std::thread::sleep(Duration::from_millis(50)));
+    let jobs: Vec<_> = (1..=20)
+        .map(|n| {
+            worker.run(move |count: &mut usize| {
+                *count += 1;
+                assert_eq!(*count, n, "jobs ran out of order");
+                *count
+            })
+        })
+        .collect();
+    let (mut last, notice) = executor
+        .commands()
+        .create_notice(jobs.into_iter().last().unwrap());
+    let dropper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(10));
+        drop(worker);
+    });
+    spin_until(&mut executor, notice);
+    dropper.join().unwrap();
+    drop(slow);
+    assert_eq!(last.try_recv().unwrap(), Some(20));
+}
+
 fn two_workers_run_blocking_callbacks_in_parallel(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
@@ -897,6 +943,10 @@ macro_rules! suite {
             #[test]
             fn a_worker_runs_its_work_in_order() {
                 super::a_worker_runs_its_work_in_order(MAKE)
+            }
+            #[test]
+            fn work_sent_to_a_worker_before_it_is_dropped_still_runs() {
+                super::work_sent_to_a_worker_before_it_is_dropped_still_runs(MAKE)
             }
             #[test]
             fn the_last_message_of_every_burst_arrives() {

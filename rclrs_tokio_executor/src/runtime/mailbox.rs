@@ -140,6 +140,11 @@ impl MailboxReceiver {
         self.rx.try_recv().ok()
     }
 
+    /// Whether nothing is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rx.is_empty()
+    }
+
     /// The Worker is done with one received item.
     pub(crate) fn finished_one(&self) {
         self.counters.finished_one();

@@ -16,7 +16,9 @@
 //! # Life of the task
 //!
 //! The task ends when the executor shuts down, or once its rclrs Worker is gone (its
-//! channel dropped, [`Control::WorkerDropped`]) and no entity of it is still in use. It
+//! channel dropped, [`Control::WorkerDropped`]), no entity of it is still in use and its
+//! mailbox is empty: payload tasks sent before the Worker went still run, at the next
+//! spin, as the basic executor runs them. It
 //! owns its entities, so ending tears them down: the mailbox is drained first, then
 //! every entity deregisters its push callback before its Waitable is dropped, then the
 //! task leaves the executor's list of Workers.
@@ -427,10 +429,12 @@ impl WorkerTask {
         self.is_done()
     }
 
-    /// The rclrs Worker is gone and nothing of it is in use any more (its own guard
-    /// condition aside, which this task itself holds).
+    /// The rclrs Worker is gone, nothing of it is in use any more (its own guard
+    /// condition aside, which this task itself holds) and nothing it was sent waits.
     fn is_done(&self) -> bool {
         self.orphaned
+            && self.stash.is_none()
+            && self.mailbox.is_empty()
             && self
                 .entities
                 .iter()
