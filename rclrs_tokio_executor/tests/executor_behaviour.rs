@@ -542,6 +542,67 @@ fn work_sent_to_a_worker_before_it_is_dropped_still_runs(make: MakeExecutor) {
     assert_eq!(last.try_recv().unwrap(), Some(20));
 }
 
+fn activity_listeners_see_every_callback_and_only_while_spinning(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("listen").as_str()).unwrap();
+    let worker = node.create_worker::<Vec<i32>>(Vec::new());
+    let topic = unique("listen_topic");
+    let _sub = worker
+        .create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            |log: &mut Vec<i32>, m: Int32| log.push(m.data),
+        )
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::<usize>::new()));
+    let listener = {
+        let seen = Arc::clone(&seen);
+        worker.listen(move |log: &mut Vec<i32>| seen.lock().unwrap().push(log.len()))
+    };
+    let tenth = worker.listen_until(|log: &mut Vec<i32>| (log.len() >= 10).then(|| log.len()));
+    // A backlog of 20, published before the spin: a condition on the payload is checked
+    // after every callback, so it holds first at exactly 10.
+    let publisher = matched_publisher(&node, &topic);
+    publish_to(&publisher, 1, 20);
+    let (mut tenth, notice) = executor.commands().create_notice(tenth);
+    spin_until(&mut executor, notice);
+    assert_eq!(tenth.try_recv().unwrap(), Some(10));
+    let start = Instant::now();
+    while !seen.lock().unwrap().contains(&20) {
+        assert!(start.elapsed() < PATIENCE, "the backlog never drained");
+        spin_for(&mut executor, Duration::from_millis(10));
+    }
+    // (Other activity, such as taking in the new subscription, may be seen too.)
+    let mut steps = seen.lock().unwrap().clone();
+    steps.retain(|&n| n > 0);
+    steps.dedup();
+    assert_eq!(
+        steps,
+        (1..=20).collect::<Vec<_>>(),
+        "the listener missed a step"
+    );
+    // Not while not spinning; not at all once dropped.
+    let calls = seen.lock().unwrap().len();
+    let _ = worker.run(|log: &mut Vec<i32>| log.push(-1));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        calls,
+        "a listener ran while not spinning"
+    );
+    spin_for(&mut executor, Duration::from_millis(50));
+    assert!(
+        seen.lock().unwrap().len() > calls,
+        "the payload task was not seen"
+    );
+    drop(listener);
+    let calls = seen.lock().unwrap().len();
+    let job = worker.run(|log: &mut Vec<i32>| log.len());
+    let (_, notice) = executor.commands().create_notice(job);
+    spin_until(&mut executor, notice);
+    assert_eq!(seen.lock().unwrap().len(), calls, "a dropped listener ran");
+}
+
 fn two_workers_run_blocking_callbacks_in_parallel(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
@@ -947,6 +1008,10 @@ macro_rules! suite {
             #[test]
             fn work_sent_to_a_worker_before_it_is_dropped_still_runs() {
                 super::work_sent_to_a_worker_before_it_is_dropped_still_runs(MAKE)
+            }
+            #[test]
+            fn activity_listeners_see_every_callback_and_only_while_spinning() {
+                super::activity_listeners_see_every_callback_and_only_while_spinning(MAKE)
             }
             #[test]
             fn the_last_message_of_every_burst_arrives() {

@@ -24,10 +24,12 @@
 //! task leaves the executor's list of Workers.
 //!
 //! Submodules: [`registration`] (how a new Waitable is taken in), [`drain`] (how an
-//! entity's arrivals are executed), [`linger`] (the
+//! entity's arrivals are executed), [`activity`] (the listeners told after every
+//! callback), [`linger`] (the
 //! brief watch of the mailbox under a sustained stream) and [`stage_trace`] (timestamps
 //! of a drain while stage tracing is on).
 
+mod activity;
 mod drain;
 mod linger;
 mod registration;
@@ -80,8 +82,8 @@ pub(crate) struct WorkerTask {
     /// `None` only while lent to the fallback waiter.
     payload: Option<Box<dyn Any + Send>>,
     entities: Vec<Arc<Entity>>,
+    /// Activity listeners, told after every callback (see `activity`).
     listeners: Vec<WeakActivityListener>,
-    listeners_due: bool,
     /// An item taken from the mailbox just as the gate closed, or while lingering.
     stash: Option<MailItem>,
     /// The pass of the spin gate this task last worked in, and the entities a single
@@ -139,7 +141,6 @@ impl WorkerTask {
             payload: Some(payload),
             entities: Vec::new(),
             listeners: Vec::new(),
-            listeners_due: false,
             stash: None,
             pass: 0,
             deferred: Vec::new(),
@@ -325,18 +326,11 @@ impl WorkerTask {
                     shared.gate.progressed();
                 }
             }
-            self.listeners_due |= worked;
             ran += 1;
             if ran == MAILBOX_BUDGET || turn.exhausted() {
                 break;
             }
             next = self.mailbox.try_recv();
-        }
-        if self.listeners_due {
-            if let Some(flight) = shared.gate.try_enter() {
-                self.notify_listeners();
-                drop(flight);
-            }
         }
         ran == MAILBOX_BUDGET || turn.exhausted()
     }
@@ -369,6 +363,7 @@ impl WorkerTask {
                 self.counters.panicked(scope.finish(&self.shared, None));
                 self.counters.ran_callbacks(1);
                 turn::spend(1);
+                self.notify_listeners();
                 true
             }
             MailItem::Loan(loan) => {
@@ -387,31 +382,17 @@ impl WorkerTask {
                          this Worker can no longer run callbacks"
                     ),
                 }
+                self.notify_listeners();
                 true
             }
         }
     }
 
+    /// Tell the activity listeners (see `activity`).
     fn notify_listeners(&mut self) {
-        self.listeners_due = false;
-        let Some(payload) = self.payload.as_deref_mut() else {
-            return;
-        };
-        self.listeners.retain(|weak| {
-            let Some(listener) = weak.upgrade() else {
-                return false;
-            };
-            let taken = listener.lock().unwrap().take();
-            if let Some(mut callback) = taken {
-                if let ActivityListenerCallback::Listen(listen) = &mut callback {
-                    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| listen(payload))) {
-                        log_panic("an activity listener", &*panic);
-                    }
-                }
-                listener.lock().unwrap().replace(callback);
-            }
-            true
-        });
+        if let Some(payload) = self.payload.as_deref_mut() {
+            activity::notify(&mut self.listeners, payload);
+        }
     }
 
     /// Returns true when the task must end.

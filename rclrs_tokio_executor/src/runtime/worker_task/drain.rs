@@ -20,7 +20,7 @@
 //! drain however many ticks coalesced: rclrs checks that the timer is still due, and
 //! the timer scheduler, told that the tick ran, looks at the timer again.
 
-use super::{stage_trace::ItemTrace, WorkerTask};
+use super::{activity, stage_trace::ItemTrace, WorkerTask};
 use crate::ffi;
 use crate::runtime::{async_tasks::InlineScope, entity::Entity, turn};
 use rclrs::{log_error, RclPrimitiveKind, ReadyKind};
@@ -106,6 +106,9 @@ impl WorkerTask {
                 }
                 self.counters
                     .panicked(scope.finish(&self.shared, Some(entity)));
+                if !self.listeners.is_empty() {
+                    activity::notify(&mut self.listeners, payload);
+                }
                 match result {
                     Ok(Ok(())) => {}
                     Ok(Err(err)) => log_error!(
@@ -205,6 +208,7 @@ impl WorkerTask {
             }
         }
         self.sweep();
+        self.notify_listeners();
     }
 }
 
