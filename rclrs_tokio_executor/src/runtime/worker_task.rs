@@ -25,9 +25,8 @@
 //!
 //! Submodules: [`registration`] (how a new Waitable is taken in), [`drain`] (how an
 //! entity's arrivals are executed), [`activity`] (the listeners told after every
-//! callback), [`linger`] (the
-//! brief watch of the mailbox under a sustained stream) and [`stage_trace`] (timestamps
-//! of a drain while stage tracing is on).
+//! callback), [`linger`] (the brief watch of the mailbox under a sustained stream) and
+//! [`stage_trace`] (timestamps of a drain while stage tracing is on).
 
 mod activity;
 mod drain;
