@@ -35,16 +35,9 @@ SHARED = {
 }
 
 
-def shared_arguments(*names, **defaults):
-    """The shared rows for `names`, in that order; `defaults` overrides a row's default
-    (`rate_hz='1000'`)."""
-    rows = []
-    for name in names:
-        default, description = SHARED[name]
-        rows.append((name, defaults.pop(name, default), description))
-    if defaults:
-        raise KeyError(f'defaults for arguments not asked for: {sorted(defaults)}')
-    return rows
+def shared_arguments(*names):
+    """The shared rows for `names`, in that order."""
+    return [(name, *SHARED[name]) for name in names]
 
 
 def executor_argument(with_floors, where='Executor under test'):

@@ -106,9 +106,6 @@ impl WorkerTask {
                 }
                 self.counters
                     .panicked(scope.finish(&self.shared, Some(entity)));
-                if !self.listeners.is_empty() {
-                    activity::notify(&mut self.listeners, payload);
-                }
                 match result {
                     Ok(Ok(())) => {}
                     Ok(Err(err)) => log_error!(
@@ -134,6 +131,10 @@ impl WorkerTask {
                     break;
                 }
                 part_ran += 1;
+                // A callback ran (a take that found nothing is no activity).
+                if !self.listeners.is_empty() {
+                    activity::notify(&mut self.listeners, payload);
+                }
                 let beyond_claims = to_empty && part_ran >= left[part];
                 if beyond_claims && self.gated && !self.shared.gate.is_open() {
                     // The spin is ending: what no arrival claimed waits for the next
