@@ -34,7 +34,7 @@ use rclrs::{
 };
 use std::any::Any;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::Context;
 
 /// A Worker as the capture runtime saw it.
 pub struct CapturedWorker {
@@ -106,7 +106,7 @@ impl CaptureRuntime {
             let tasks = std::mem::take(&mut worker.lock().unwrap().tasks);
             let mut pending = Vec::new();
             for mut task in tasks {
-                if let Poll::Pending = task.as_mut().poll(&mut cx) {
+                if task.as_mut().poll(&mut cx).is_pending() {
                     pending.push(task);
                 }
             }

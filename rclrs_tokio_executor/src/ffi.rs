@@ -258,7 +258,7 @@ unsafe extern "C" fn on_reset_trampoline(user_data: *const c_void, _count: usize
     // after the callback was cleared).
     let on_reset = unsafe { &*(user_data as *const Box<OnReset>) };
     // A panic must not unwind into C.
-    let _ = catch_unwind(AssertUnwindSafe(|| on_reset()));
+    let _ = catch_unwind(AssertUnwindSafe(on_reset));
 }
 
 /// Let the calling thread's timed waits end within a nanosecond of their deadline

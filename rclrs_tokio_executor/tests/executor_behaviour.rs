@@ -269,9 +269,9 @@ fn async_tasks_run_while_spinning(make: MakeExecutor) {
     // Nothing runs while not spinning.
     let ran = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&ran);
-    let _ = executor.commands().run(async move {
+    drop(executor.commands().run(async move {
         counter.fetch_add(1, Ordering::SeqCst);
-    });
+    }));
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(
         ran.load(Ordering::SeqCst),
@@ -485,7 +485,7 @@ fn a_worker_runs_its_work_in_order(make: MakeExecutor) {
     spin_until(&mut executor, done);
     // Payload tasks queue behind each other in the order they were sent.
     for data in 300..400 {
-        let _ = worker.run(move |log: &mut Vec<i32>| log.push(data));
+        drop(worker.run(move |log: &mut Vec<i32>| log.push(data)));
     }
     let snapshot = worker.run(|log: &mut Vec<i32>| log.clone());
     let (mut snapshot, notice) = executor.commands().create_notice(snapshot);
@@ -559,7 +559,7 @@ fn activity_listeners_see_every_callback_and_only_while_spinning(make: MakeExecu
         let seen = Arc::clone(&seen);
         worker.listen(move |log: &mut Vec<i32>| seen.lock().unwrap().push(log.len()))
     };
-    let tenth = worker.listen_until(|log: &mut Vec<i32>| (log.len() >= 10).then(|| log.len()));
+    let tenth = worker.listen_until(|log: &mut Vec<i32>| (log.len() >= 10).then_some(log.len()));
     // A backlog of 20, published before the spin: a condition on the payload is checked
     // after every callback, so it holds first at exactly 10.
     let publisher = matched_publisher(&node, &topic);
@@ -583,7 +583,7 @@ fn activity_listeners_see_every_callback_and_only_while_spinning(make: MakeExecu
     );
     // Not while not spinning; not at all once dropped.
     let calls = seen.lock().unwrap().len();
-    let _ = worker.run(|log: &mut Vec<i32>| log.push(-1));
+    drop(worker.run(|log: &mut Vec<i32>| log.push(-1)));
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(
         seen.lock().unwrap().len(),

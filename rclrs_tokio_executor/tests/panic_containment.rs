@@ -149,7 +149,7 @@ fn a_timer_keeps_firing(
 fn a_node_timer_keeps_firing_after_panics() {
     a_timer_keeps_firing(|node, callback| {
         Box::new(
-            node.create_timer_repeating(Duration::from_millis(5), move || callback())
+            node.create_timer_repeating(Duration::from_millis(5), callback)
                 .unwrap(),
         )
     });
@@ -238,15 +238,17 @@ fn a_client_keeps_working_after_its_response_callback_panicked() {
     let tick = Arc::new(tick);
     for _ in 0..3 {
         let tick = Arc::clone(&tick);
-        let _ = client
-            .call_then(
-                SetBool_Request { data: true },
-                move |r: SetBool_Response| {
-                    assert!(r.success);
-                    tick();
-                },
-            )
-            .unwrap();
+        drop(
+            client
+                .call_then(
+                    SetBool_Request { data: true },
+                    move |r: SetBool_Response| {
+                        assert!(r.success);
+                        tick();
+                    },
+                )
+                .unwrap(),
+        );
     }
     spin_until(&mut executor, done);
     assert_eq!(answered.load(Ordering::SeqCst), 3);
@@ -296,10 +298,10 @@ fn an_action_server_completes_goals_after_its_callbacks_panicked() {
     let _abandoned = client.request_goal(Fibonacci_Goal { order: 1 });
     let requested = client.request_goal(Fibonacci_Goal { order: 5 });
     let (tx, rx) = oneshot::channel();
-    let _ = executor.commands().run(async move {
+    drop(executor.commands().run(async move {
         let goal = requested.await.expect("the goal was accepted");
         let _ = tx.send(goal.result.await);
-    });
+    }));
     let (mut finished, notice) = executor.commands().create_notice(rx);
     spin_until(&mut executor, notice);
     let (status, result) = finished.try_recv().unwrap().expect("a result");

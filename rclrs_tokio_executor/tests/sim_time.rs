@@ -83,7 +83,7 @@ fn timers_and_sleeps_follow_ros_time_from_clock() {
     // A 100 ms (ROS time) timer, before any /clock message: time is 0 and nothing fires.
     let (fired, tick) = counter();
     let _timer = node
-        .create_timer_repeating(Duration::from_millis(100).node_time(), move || tick())
+        .create_timer_repeating(Duration::from_millis(100).node_time(), tick)
         .unwrap();
     let commands = Arc::clone(executor.commands());
     let (stop_tx, stop_rx) = futures::channel::oneshot::channel::<()>();

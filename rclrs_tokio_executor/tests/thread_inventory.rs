@@ -52,7 +52,7 @@ fn an_ordinary_node_runs_no_rcl_wait_thread() {
         .unwrap();
     let on_tick = count(&ticks);
     let _timer = node
-        .create_timer_repeating(Duration::from_millis(10), move || on_tick())
+        .create_timer_repeating(Duration::from_millis(10), on_tick)
         .unwrap();
     let service_name = unique("inventory_service");
     let _service = node
@@ -92,12 +92,14 @@ fn an_ordinary_node_runs_no_rcl_wait_thread() {
 
     publisher.publish(Int32 { data: 1 }).unwrap();
     let on_answer = count(&answered);
-    let _ = client
-        .call_then(
-            SetBool_Request { data: true },
-            move |_: SetBool_Response| on_answer(),
-        )
-        .unwrap();
+    drop(
+        client
+            .call_then(
+                SetBool_Request { data: true },
+                move |_: SetBool_Response| on_answer(),
+            )
+            .unwrap(),
+    );
     let requested = action_client.request_goal(Fibonacci_Goal { order: 2 });
     let goal_id = *requested.goal_id();
     let status = run_to_end(&mut executor, async move {

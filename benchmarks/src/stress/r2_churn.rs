@@ -135,10 +135,7 @@ impl Churn {
                 let goal = earlier.map(|c| c.request_goal(BenchCount_Goal { target: 1 }));
                 Box::new((goal, client, server))
             }
-            (_, false) => Box::new(
-                self.node
-                    .create_timer_repeating(self.timer_period, move || count())?,
-            ),
+            (_, false) => Box::new(self.node.create_timer_repeating(self.timer_period, count)?),
             (_, true) => {
                 let worker = self.node.create_worker::<()>(());
                 let timer =

@@ -234,10 +234,13 @@ fn undriven_runtime_handle() -> Result<Outcome, BoxError> {
     )))
 }
 
+/// One bad-input case, run once.
+type BadInputCase = Box<dyn FnOnce() -> Result<Outcome, BoxError>>;
+
 /// Run R5 against `kind`.
 pub fn run(kind: ExecutorKind, scale: Scale) -> Result<CaseResult, BoxError> {
     let mut result = CaseResult::new("r5_bad_input", kind, scale);
-    let mut cases: Vec<(&str, Box<dyn FnOnce() -> Result<Outcome, BoxError>>)> = vec![
+    let mut cases: Vec<(&str, BadInputCase)> = vec![
         ("invalid_names", Box::new(move || invalid_names(kind))),
         (
             "wrong_service_type",

@@ -44,6 +44,9 @@ const WAKE_BATCH: usize = 32;
 /// How many deliveries count as one callback of the Worker's turn (`runtime::turn`).
 const DELIVERIES_PER_CALLBACK: usize = 4;
 
+/// The live callbacks of a group, shared whole with every delivery.
+type Taps<T, P> = Arc<[Arc<Tap<T, P>>]>;
+
 /// One callback of a group.
 pub(crate) struct Tap<T, P> {
     callback: Mutex<BoxedFanoutCallback<T, P>>,
@@ -139,7 +142,7 @@ pub(crate) struct WorkerGroup<T, P: 'static + Send + Sync> {
     inline: bool,
     /// The live callbacks, replaced as a whole when one is added or removed, so that a
     /// delivery takes them with one reference count.
-    taps: Mutex<Arc<[Arc<Tap<T, P>>]>>,
+    taps: Mutex<Taps<T, P>>,
     retired: Arc<RetiredMessages<T>>,
 }
 
@@ -211,7 +214,7 @@ where
         };
         // The promise is not needed: the drain reports nothing back. If the Worker's
         // executor is gone the drain never runs, and neither would any callback.
-        let _ = self.worker.run(move |payload: &mut P| group.drain(payload));
+        drop(self.worker.run(move |payload: &mut P| group.drain(payload)));
     }
 
     fn pop(&self) -> Option<Arc<T>> {

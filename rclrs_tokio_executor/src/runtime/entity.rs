@@ -371,7 +371,7 @@ impl Entity {
 
     /// Take the Waitable out of a push entity, deregistering first (used when moving a
     /// primitive to the fallback waiter).
-    pub(crate) fn into_waitable(&self) -> Option<Waitable> {
+    pub(crate) fn take_waitable(&self) -> Option<Waitable> {
         let registration = self.registration.lock().unwrap().take();
         drop(registration);
         self.stop_timer();

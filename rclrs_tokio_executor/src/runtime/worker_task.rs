@@ -48,10 +48,7 @@ use crate::runtime::{
 };
 use crate::stats::worker_counters::WorkerCounters;
 use linger::LingerState;
-use rclrs::{
-    log_error, ActivityListenerCallback, Context, GuardCondition, RclPrimitiveKind,
-    WeakActivityListener,
-};
+use rclrs::{log_error, Context, GuardCondition, RclPrimitiveKind, WeakActivityListener};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;

@@ -150,9 +150,9 @@ pub fn run_within<Out: Send + 'static>(
     work: impl Future<Output = Out> + Send + 'static,
 ) -> Option<Out> {
     let (tx, rx) = futures::channel::oneshot::channel();
-    let _ = executor.commands().run(async move {
+    drop(executor.commands().run(async move {
         let _ = tx.send(work.await);
-    });
+    }));
     let (mut output, notice) = executor.commands().create_notice(rx);
     let errors = executor.spin(
         SpinOptions::default()

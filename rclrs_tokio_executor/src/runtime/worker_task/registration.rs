@@ -42,7 +42,7 @@ impl WorkerTask {
         let to_fallback =
             !push_capable || (kind == RclPrimitiveKind::GuardCondition && self.fallback.is_some());
         if to_fallback {
-            self.to_fallback(waitable);
+            self.hand_to_fallback(waitable);
             return;
         }
         let entity = Entity::new(waitable);
@@ -52,7 +52,7 @@ impl WorkerTask {
             // cannot stop ROS time for everyone else.
             let unit_payload = self.payload.as_ref().is_some_and(|p| (**p).is::<()>());
             if unit_payload {
-                if let Some(waitable) = entity.into_waitable() {
+                if let Some(waitable) = entity.take_waitable() {
                     let clock_task = self.clock_task();
                     let _ = clock_task.send(Control::Add(waitable));
                 }
@@ -85,8 +85,8 @@ impl WorkerTask {
         }
         if !pushed || !expiry_scheduled {
             self.entities.retain(|e| !Arc::ptr_eq(e, &entity));
-            if let Some(waitable) = entity.into_waitable() {
-                self.to_fallback(waitable);
+            if let Some(waitable) = entity.take_waitable() {
+                self.hand_to_fallback(waitable);
             }
         }
         self.list_entities();
@@ -96,8 +96,8 @@ impl WorkerTask {
     fn add_timer(&mut self, waitable: Waitable) {
         let entity = Entity::new(waitable);
         if !self.schedule_timer(&entity) {
-            if let Some(waitable) = entity.into_waitable() {
-                self.to_fallback(waitable);
+            if let Some(waitable) = entity.take_waitable() {
+                self.hand_to_fallback(waitable);
             }
             return;
         }
@@ -180,7 +180,7 @@ impl WorkerTask {
         true
     }
 
-    fn to_fallback(&mut self, waitable: Waitable) {
+    fn hand_to_fallback(&mut self, waitable: Waitable) {
         if let Some(fallback) = &self.fallback {
             fallback.add(waitable);
             return;
@@ -191,7 +191,7 @@ impl WorkerTask {
         let mut kept = Vec::with_capacity(self.entities.len());
         for entity in self.entities.drain(..) {
             if entity.kind == RclPrimitiveKind::GuardCondition {
-                initial.extend(entity.into_waitable());
+                initial.extend(entity.take_waitable());
             } else {
                 kept.push(entity);
             }
