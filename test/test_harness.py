@@ -40,6 +40,8 @@ def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
             continue
         m = run['metrics']
         assert run['reps'] == 1
+        # The repetition's headline, kept for the paired ratios.
+        assert list(run['headline_by_rep']) == ['1'], run
         assert m['cpu_process_pct'] is not None and m['cpu_process_pct'] >= 0
         if run['scenario'] in TIMER_SCENARIOS:
             if run['scenario'].startswith('timer'):
@@ -73,6 +75,7 @@ def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
     markdown = (tmp_path / 'latest.md').read_text()
     assert '# Executor comparison' in markdown
     assert '## Context switches per delivery' in markdown
+    assert '## Paired ratios (per repetition)' in markdown
 
 
 def test_rclcpp_rows_are_absent_not_made_up_without_rclcpp(tmp_path):
@@ -184,3 +187,53 @@ def test_a_shared_fanout_row_is_compared_with_the_eight_subscription_row():
     lines = fanout_comparison(runs)
     row = next(line for line in lines if 'fanout_1kHz rclcpp_events' in line)
     assert row.endswith('| 3.00x |'), row
+
+
+def test_ratios_are_paired_by_repetition_and_reported_with_their_spread():
+    from report import paired_ratio_table, paired_ratios
+    runs = [
+        {'scenario': 'throughput_0B', 'executor': 'rclrs_tokio',
+         'metrics': {'received_per_s': 120.0},
+         'headline_by_rep': {'1': 120.0, '2': 90.0, '3': 200.0, '4': 50.0}},
+        # Repetition 4 of the reference failed: its ratio is left out, not guessed.
+        {'scenario': 'throughput_0B', 'executor': 'rclcpp_events',
+         'metrics': {'received_per_s': 100.0},
+         'headline_by_rep': {'1': 100.0, '2': 100.0, '3': 100.0}},
+        # A variant is paired with the reference's row of the scenario it is compared
+        # with.
+        {'scenario': 'fanout', 'executor': 'rclcpp_events',
+         'metrics': {'received_per_s': 100.0}, 'headline_by_rep': {'1': 100.0}},
+        {'scenario': 'fanout_shared', 'executor': 'rclrs_tokio',
+         'metrics': {'received_per_s': 400.0}, 'headline_by_rep': {'1': 400.0}},
+        # No reference row for the scenario it is compared with: no paired ratio.
+        {'scenario': 'cpu_10kHz_dedicated', 'executor': 'rclrs_tokio',
+         'metrics': {'cpu_executor_pct': 5.0}, 'headline_by_rep': {'1': 5.0}},
+    ]
+    # The medians (120 against 100) would say 1.20x; repetition by repetition it held in
+    # two of three.
+    assert paired_ratios(runs) == {('throughput_0B', 'rclrs_tokio'): [1.2, 0.9, 2.0],
+                                   ('fanout_shared', 'rclrs_tokio'): [4.0]}
+    # Against a floor, the executor's own rows only.
+    floor = {'scenario': 'throughput_0B', 'executor': 'raw_push',
+             'metrics': {'received_per_s': 240.0}, 'headline_by_rep': {'1': 240.0}}
+    assert paired_ratios([*runs, floor], 'raw_push') == {
+        ('throughput_0B', 'rclrs_tokio'): [0.5], ('throughput_0B', 'rclcpp_events'): [100 / 240]}
+    lines = paired_ratio_table([*runs, floor])
+    assert lines[0] == '## Paired ratios (per repetition)'
+    rows = [line for line in lines if line.startswith('| throughput_0B |')]
+    assert rows == [
+        '| throughput_0B | rclrs_tokio | received_per_s | throughput_0B rclcpp_events | 1.20x | '
+        '0.90x | 2.00x | 3 |',
+        '| throughput_0B | raw_push | received_per_s | throughput_0B rclcpp_events | 2.40x | '
+        '2.40x | 2.40x | 1 |',
+        '| throughput_0B | rclrs_tokio | received_per_s | throughput_0B raw_push | 0.50x | '
+        '0.50x | 0.50x | 1 |']
+
+
+def test_a_variant_is_compared_with_the_scenario_it_varies():
+    from report import compared_scenario
+    assert compared_scenario('cpu_10kHz_dedicated') == 'cpu_10kHz'
+    assert compared_scenario('latency_1kHz_contended_dedicated') == 'latency_1kHz_contended'
+    assert compared_scenario('fanout_shared_64KB') == 'fanout_64KB'
+    assert compared_scenario('fanout_shared_on_worker_1kHz') == 'fanout_1kHz'
+    assert compared_scenario('throughput_0B_xproc') == 'throughput_0B_xproc'

@@ -12,7 +12,9 @@ Method:
   (`bench_node --role pub`) for every executor, and joins their reports;
 - repetitions are interleaved: each repetition runs every executor of a scenario, in an
   order rotated per repetition, so slow drift of the machine hits every executor alike;
-- each metric is the median over repetitions, with min and max;
+- each metric is the median over repetitions, with min and max; each executor's
+  headline is also divided by the reference's in the same repetition, and those paired
+  ratios are reported with their spread (a ratio of medians hides how often it held);
 - the load average before each run is recorded as a foreign-load indicator;
 - executors whose nodes are not installed (rclcpp where no ROS install provides it) are
   reported as absent, with the reason. Nothing is ever estimated in their place.
@@ -309,6 +311,7 @@ def main(argv=None) -> int:
                           f'FAILED: {str(error)[-300:]}', flush=True)
                     continue
                 result['load_before'] = load
+                result['rep'] = rep + 1
                 samples.setdefault((scenario, executor), []).append(result)
                 metric, _ = headline(scenario)
                 print(f'[{done:>3}/{total}] rep {rep + 1} {scenario:<20} {executor:<18} '
@@ -318,9 +321,12 @@ def main(argv=None) -> int:
     runs = []
     for (scenario, executor), group in samples.items():
         metrics, spread = summarise(group)
+        metric, _ = headline(scenario)
         runs.append({'scenario': scenario, 'executor': executor, 'reps': len(group),
                      'metrics': metrics, 'spread': spread,
-                     'load_before': [g['load_before'] for g in group]})
+                     'load_before': [g['load_before'] for g in group],
+                     # For ratios taken repetition by repetition (report.paired_ratios).
+                     'headline_by_rep': {str(g['rep']): g.get(metric) for g in group}})
     for (scenario, executor), why in absent.items():
         runs.append({'scenario': scenario, 'executor': executor, 'reps': 0,
                      'metrics': None, 'absent': why})
@@ -346,7 +352,8 @@ def main(argv=None) -> int:
         'command': command,
         'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
         'method': {'reps': reps, 'window_s': seconds, 'warmup_s': warmup,
-                   'interleaved': True, 'statistic': 'median, spread [min, max]',
+                   'interleaved': True,
+                   'statistic': 'median, spread [min, max]; paired ratios per repetition',
                    'process': 'one process per run (publisher thread + executor threads); '
                               '_xproc: the executor under test in a subscriber process and '
                               'the same Rust publisher process for every executor'},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import re
+import statistics
 from pathlib import Path
 
 from scenarios import EXECUTORS, SCENARIOS, headline
@@ -100,8 +101,69 @@ def write_markdown(document: dict, path: Path) -> None:
     lines += stage_breakdown(runs)
     lines += receive_side(runs)
     lines += wake_ups(runs)
+    lines += paired_ratio_table(runs)
     lines += fanout_comparison(runs)
     path.write_text('\n'.join(lines))
+
+
+def compared_scenario(scenario: str) -> str:
+    """The scenario whose rows a variant's row is compared with: a `_dedicated` row with
+    its plain scenario, a `fanout_shared*` row (one fan-out subscription) with the
+    8-subscription `fanout*` row; any other scenario with itself."""
+    plain = re.sub(r'_dedicated$', '', scenario)
+    return re.sub(r'^fanout_shared(_on_worker)?', 'fanout', plain)
+
+
+def paired_ratios(runs: list[dict], against: str | None = None
+                  ) -> dict[tuple[str, str], list[float]]:
+    """Each executor's headline divided by that of `against` (by default the reference
+    executor) in the same repetition, per (scenario, executor), in repetition order.
+    Interleaving puts both runs of a repetition close together in time, so a drift of
+    the machine that moves both cancels out of their ratio, and the spread of the ratios
+    shows how often a lead held. A row of a variant scenario (`_dedicated`,
+    `fanout_shared*`) is paired with the row of the scenario it is compared with
+    ([`compared_scenario`])."""
+    against = against or reference(runs)
+    by_rep = {(r['scenario'], r['executor']): r['headline_by_rep']
+              for r in runs if r.get('headline_by_rep')}
+    paired = {}
+    for (scenario, executor), ours in by_rep.items():
+        theirs = by_rep.get((compared_scenario(scenario), against))
+        if executor == against or not theirs:
+            continue
+        ratios = [ours[rep] / theirs[rep] for rep in sorted(ours, key=int)
+                  if ours[rep] is not None and theirs.get(rep)]
+        if ratios:
+            paired[(scenario, executor)] = ratios
+    return paired
+
+
+# The push-driven and the wait-set floors: this executor's rows are paired with them too.
+FLOORS = ('raw_push', 'raw_rcl')
+
+
+def paired_ratio_table(runs: list[dict]) -> list[str]:
+    """Markdown: the paired ratios' median and spread, per row: every executor against
+    the reference, and this executor's rows against the floors that ran."""
+    ref = reference(runs)
+    tables = [(ref, paired_ratios(runs, ref))]
+    tables += [(floor, {key: ratios for key, ratios in paired_ratios(runs, floor).items()
+                        if key[1].startswith('rclrs_tokio')})
+               for floor in FLOORS]
+    if not any(paired for _, paired in tables):
+        return []
+    lines = ['## Paired ratios (per repetition)', '',
+             '| scenario | executor | metric | against | median | min | max | repetitions |',
+             '| --- | --- | --- | --- | --- | --- | --- | --- |']
+    for against, paired in tables:
+        for (scenario, executor), ratios in paired.items():
+            metric, _ = headline(scenario)
+            lines.append(f'| {scenario} | {executor} | {metric} | '
+                         f'{compared_scenario(scenario)} {against} | '
+                         f'{statistics.median(ratios):.2f}x | {min(ratios):.2f}x | '
+                         f'{max(ratios):.2f}x | {len(ratios)} |')
+    return lines + ['', 'Each ratio divides the row\'s headline by the other row\'s from the '
+                    'same repetition (the table above divides medians).', '']
 
 
 def latency_quantiles(runs: list[dict]) -> list[str]:
@@ -184,7 +246,7 @@ def fanout_comparison(runs: list[dict]) -> list[str]:
     for r in shared:
         metric, higher = headline(r['scenario'])
         value = r['metrics'].get(metric)
-        plain = re.sub(r'^fanout_shared(_on_worker)?', 'fanout', r['scenario'])
+        plain = compared_scenario(r['scenario'])
         for other in dict.fromkeys([r['executor'], 'rclcpp_events', 'rclcpp_events_ipc']):
             theirs = _value(by, plain, other, metric)
             if value is None or not theirs:
