@@ -3,7 +3,9 @@
 //! The drain claims every part's arrivals at once (see `entity.rs`), then executes the
 //! parts in order, each with its own `ReadyKind`, until the entity's budget is spent:
 //! [`ENTITY_BUDGET`] callbacks, or what is left of the thread's turn (in callbacks, and
-//! in time where other Workers share the thread), or one callback in a single pass. A part stops at the first take that finds rmw's queue empty,
+//! in time where other Workers share the thread), or one callback in a single pass; or
+//! until the spin gate closes (the spin's end, or a halt from inside a callback). A part
+//! stops at the first take that finds rmw's queue empty,
 //! since the count is arrivals and rmw may have dropped some (QoS depth); what the
 //! budget did not reach goes back to the entity, queued again or, in a single pass,
 //! deferred to the next one.
@@ -135,10 +137,10 @@ impl WorkerTask {
                 if !self.listeners.is_empty() {
                     activity::notify(&mut self.listeners, payload);
                 }
-                let beyond_claims = to_empty && part_ran >= left[part];
-                if beyond_claims && self.gated && !self.shared.gate.is_open() {
-                    // The spin is ending: what no arrival claimed waits for the next
-                    // one (a sweep is queued for it).
+                if self.gated && !self.shared.gate.is_open() {
+                    // The spin is ending (its deadline, or a halt from this very
+                    // callback): the rest waits for the next one, claimed arrivals
+                    // queued again and, past them, a sweep for what nobody counted.
                     out_of_time = true;
                     break;
                 }
