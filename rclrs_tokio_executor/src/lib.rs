@@ -47,8 +47,9 @@
 //!   after the drop returns; nor does any of its threads outlive the drop;
 //! - an entity whose last handle is dropped, even from inside its own callback, runs no
 //!   further callback, whatever was still waiting for it;
-//! - a callback that calls `halt_spinning` is the last to start in that spin; what is
-//!   still queued runs at the next spin, in order;
+//! - a callback that calls `halt_spinning`, or resolves the promise the spin waits for,
+//!   is the last to start in that spin; what is still queued runs at the next spin, in
+//!   order;
 //! - [`FanoutSubscription`] (from [`CreateFanoutSubscription`]) takes each message of a
 //!   topic once and hands the same `Arc<T>` to callbacks on any number of Workers, with
 //!   a bounded queue per Worker so a slow one cannot hold back the others; created on a

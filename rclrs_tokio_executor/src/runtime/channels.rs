@@ -37,13 +37,10 @@ impl ExecutorChannel for TokioExecutorChannel {
         })
     }
 
-    /// rclrs calls this from `halt_spinning` (after setting the halt flag) and from
-    /// nowhere else. The gate closes at once, so no callback starts after the halt: the
-    /// one that asked for it finishes, what is still queued waits for the next spin, and
-    /// the spin future, woken here, sees the flag and returns. The basic executor
-    /// likewise runs nothing of a wait it has not started yet.
+    /// rclrs calls this from `halt_spinning`, after setting the halt flag, which the
+    /// spin gate reads itself (no callback starts after it); this wakes the spin future
+    /// to return.
     fn wake_all_wait_sets(&self) {
-        self.shared.gate.close();
         self.shared.wake_spin.notify_waiters();
     }
 }

@@ -25,6 +25,9 @@
 //!
 //! [`is_runtime_not_driven_error`]: crate::is_runtime_not_driven_error
 //!
+//! A halt or a promise resolved from inside a callback makes that callback the last to
+//! start in the spin (see "Ending a spin from inside" in `spin_gate`).
+//!
 //! # One pass, and the backlog
 //!
 //! `spin_once` and a zero timeout run a *single pass*: each entity that is ready runs
@@ -37,8 +40,11 @@
 //! busy or stalled Worker cannot hold a timed spin past its deadline.
 
 use crate::runtime::{shared::ExecutorShared, signals, spin_gate::Watching, workers::Backlog};
-use rclrs::{RclReturnCode, RclrsError, SpinConditions};
-use std::sync::{atomic::Ordering, Arc};
+use rclrs::{Promise, RclReturnCode, RclrsError, SpinConditions};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{atomic::Ordering, Arc, Weak};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// How long the backlog may go without progress after the deadline (see module docs).
@@ -79,6 +85,20 @@ pub(crate) async fn spin(
     let single_pass = only_next || options.timeout == Some(Duration::ZERO);
     let mut promise = options.until_promise_resolved;
     let gate = &shared.gate;
+    // The pass this spin opens below (spins never overlap). The promise's waker is
+    // registered before the gate opens, so a callback that resolves it at once ends the
+    // pass too; a promise already resolved ends the spin before anything runs, as the
+    // basic executor checks it before its first wait.
+    let pass = gate.pass() + 1;
+    if let Some(promise) = promise.as_mut() {
+        let resolved = std::future::poll_fn(|cx| {
+            Poll::Ready(poll_ending_pass(promise, &shared, pass, cx).is_ready())
+        })
+        .await;
+        if resolved {
+            return Vec::new();
+        }
+    }
 
     // Only `spin_once` needs to hear of every finished item (and every spin pays a
     // wake-up per callback while it listens). Watch before taking the snapshot, so no
@@ -91,7 +111,9 @@ pub(crate) async fn spin(
     // it returns after its pass, as the basic executor's does.
     let mut entities_changed = shared.take_entities_changed();
     let _close_if_dropped = CloseGateOnDrop(&shared);
-    gate.open(single_pass);
+    gate.watch_halt(&halt_spinning);
+    let opened = gate.open(single_pass);
+    debug_assert_eq!(opened, pass, "spins never overlap");
 
     let mut alarm = deadline.map(|at| shared.timers.alarm(at));
     // A runtime handed in as `runtime_handle` that never runs our tasks would leave an
@@ -141,9 +163,7 @@ pub(crate) async fn spin(
         }
         let promise_resolved = async {
             match promise.as_mut() {
-                Some(promise) => {
-                    let _ = promise.await;
-                }
+                Some(promise) => resolved_ending_pass(promise, &shared, pass).await,
                 None => std::future::pending().await,
             }
         };
@@ -185,6 +205,52 @@ pub(crate) async fn spin(
     gate.close();
     gate.drained().await;
     errors
+}
+
+/// Await `promise`, ending the gate's `pass` the moment it resolves: the waker it
+/// registers does that on the thread that resolves it (a callback's, typically), so
+/// that callback is the last to start, before this future even runs. A oneshot wakes
+/// its receiver only when it resolves or its sender is dropped, both of which end the
+/// spin.
+async fn resolved_ending_pass(promise: &mut Promise<()>, shared: &Arc<ExecutorShared>, pass: u64) {
+    std::future::poll_fn(|cx| poll_ending_pass(promise, shared, pass, cx)).await
+}
+
+/// Poll `promise` with a waker that ends `pass` before it wakes `cx`'s.
+fn poll_ending_pass(
+    promise: &mut Promise<()>,
+    shared: &Arc<ExecutorShared>,
+    pass: u64,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    let waker = Waker::from(Arc::new(EndPassOnWake {
+        shared: Arc::downgrade(shared),
+        pass,
+        inner: cx.waker().clone(),
+    }));
+    Pin::new(promise)
+        .poll(&mut Context::from_waker(&waker))
+        .map(|_| ())
+}
+
+/// The promise's waker: ends a pass of the spin gate, then wakes the spin future.
+struct EndPassOnWake {
+    shared: Weak<ExecutorShared>,
+    pass: u64,
+    inner: Waker,
+}
+
+impl Wake for EndPassOnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.gate.end_pass(self.pass);
+        }
+        self.inner.wake_by_ref();
+    }
 }
 
 /// Let the backlog have its pass: until it is processed, or a Worker stalls on it.

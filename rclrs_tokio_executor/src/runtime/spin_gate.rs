@@ -18,6 +18,18 @@
 //! a Worker then executes each ready entity at most once in that pass and defers the
 //! rest of its arrivals to the next pass, as the basic executor's single wait does.
 //!
+//! # Ending a spin from inside
+//!
+//! A spin can end because of something a callback did: it called `halt_spinning`, or it
+//! resolved the promise the spin waits for. The spin future hears of it only once its
+//! thread runs, and a Worker would go on starting queued callbacks meanwhile. So the
+//! gate *admits* a callback only while it is open, rclrs's halt flag is clear, and the
+//! current pass has not been ended ([`SpinGate::end_pass`], which the promise's waker
+//! calls when the promise resolves). Both are read by the entrant itself, so the
+//! callback that halted or resolved is the last to start. A halt flag that is still set
+//! when the next spin begins ends that spin too, as it does for the basic executor; an
+//! ended pass never ends a later one.
+//!
 //! # Progress
 //!
 //! `spin()` decides when to stop from what the Workers did: callbacks run (`work_done`)
@@ -31,6 +43,7 @@
 //! checking the condition and starting to wait.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, OnceLock};
 use tokio::sync::{futures::Notified, Notify};
 
 /// Opens while `spin()` runs; counts the callbacks in flight.
@@ -40,6 +53,10 @@ pub(crate) struct SpinGate {
     /// Incremented by every [`SpinGate::open`].
     pass: AtomicU64,
     single_pass: AtomicBool,
+    /// rclrs's halt flag (the same for every spin of an executor), once a spin gave it.
+    halt: OnceLock<Arc<AtomicBool>>,
+    /// The last pass ended from inside (see the module docs); 0 for none.
+    ended_pass: AtomicU64,
     in_flight: AtomicUsize,
     /// Units of work (a callback, an async task poll that finished) done since creation.
     work_done: AtomicU64,
@@ -75,12 +92,32 @@ impl SpinGate {
         self.single_pass.load(SeqCst)
     }
 
-    /// Start a pass and let callbacks run; wake everything waiting for that.
-    pub(crate) fn open(&self, single_pass: bool) {
+    /// Whether a callback may start now: open, not halted, and the pass not ended.
+    pub(crate) fn admits(&self) -> bool {
+        self.open.load(SeqCst)
+            && !self.halt.get().is_some_and(|halt| halt.load(SeqCst))
+            && self.ended_pass.load(SeqCst) != self.pass.load(SeqCst)
+    }
+
+    /// Read rclrs's halt flag from now on (only the first flag given counts: an
+    /// executor has one).
+    pub(crate) fn watch_halt(&self, halt: &Arc<AtomicBool>) {
+        let _ = self.halt.set(Arc::clone(halt));
+    }
+
+    /// End `pass` from inside: no callback starts in it any more.
+    pub(crate) fn end_pass(&self, pass: u64) {
+        self.ended_pass.store(pass, SeqCst);
+    }
+
+    /// Start a pass and let callbacks run; wake everything waiting for that. Returns
+    /// the new pass.
+    pub(crate) fn open(&self, single_pass: bool) -> u64 {
         self.single_pass.store(single_pass, SeqCst);
-        self.pass.fetch_add(1, SeqCst);
+        let pass = self.pass.fetch_add(1, SeqCst) + 1;
         self.open.store(true, SeqCst);
         self.opened.notify_waiters();
+        pass
     }
 
     /// Stop new callbacks from starting. Those in flight finish; await [`Self::drained`].
@@ -92,10 +129,10 @@ impl SpinGate {
         }
     }
 
-    /// Start a callback if the gate is open.
+    /// Start a callback if the gate admits one.
     pub(crate) fn try_enter(&self) -> Option<InFlight<'_>> {
         self.in_flight.fetch_add(1, SeqCst);
-        if self.open.load(SeqCst) {
+        if self.admits() {
             Some(InFlight { gate: self })
         } else {
             self.exit(false);
@@ -120,13 +157,13 @@ impl SpinGate {
         }
     }
 
-    /// Resolves once the gate is open.
+    /// Resolves once the gate admits callbacks.
     pub(crate) async fn opened(&self) {
         loop {
             let notified = self.opened.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.is_open() {
+            if self.admits() {
                 return;
             }
             notified.await;
@@ -139,7 +176,7 @@ impl SpinGate {
             let notified = self.opened.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.is_open() && self.pass() != pass {
+            if self.admits() && self.pass() != pass {
                 return;
             }
             notified.await;

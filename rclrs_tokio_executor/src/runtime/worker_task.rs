@@ -218,7 +218,7 @@ impl WorkerTask {
                     return None;
                 }
             }
-            if self.gated && !shared.gate.is_open() {
+            if self.gated && !shared.gate.admits() {
                 tokio::select! {
                     biased;
                     control = self.control.recv() => match control {

@@ -4,7 +4,8 @@
 //! parts in order, each with its own `ReadyKind`, until the entity's budget is spent:
 //! [`ENTITY_BUDGET`] callbacks, or what is left of the thread's turn (in callbacks, and
 //! in time where other Workers share the thread), or one callback in a single pass; or
-//! until the spin gate closes (the spin's end, or a halt from inside a callback). A part
+//! until the spin gate stops admitting callbacks (the spin's end, or a halt or a resolved
+//! promise from inside a callback). A part
 //! stops at the first take that finds rmw's queue empty,
 //! since the count is arrivals and rmw may have dropped some (QoS depth); what the
 //! budget did not reach goes back to the entity, queued again or, in a single pass,
@@ -137,10 +138,11 @@ impl WorkerTask {
                 if !self.listeners.is_empty() {
                     activity::notify(&mut self.listeners, payload);
                 }
-                if self.gated && !self.shared.gate.is_open() {
-                    // The spin is ending (its deadline, or a halt from this very
-                    // callback): the rest waits for the next one, claimed arrivals
-                    // queued again and, past them, a sweep for what nobody counted.
+                if self.gated && !self.shared.gate.admits() {
+                    // The spin is ending (its deadline, or a halt or a resolved promise
+                    // from this very callback): the rest waits for the next one,
+                    // claimed arrivals queued again and, past them, a sweep for what
+                    // nobody counted.
                     out_of_time = true;
                     break;
                 }
