@@ -34,6 +34,16 @@ fn spin_until(executor: &mut Executor, done: Promise<()>) {
     assert!(errors.is_empty(), "spin reported {errors:?}");
 }
 
+/// Spin until `promise` (a job's output, a client's response) resolves; its output.
+fn spin_for_output<R: Send + 'static>(executor: &mut Executor, promise: Promise<R>) -> R {
+    let (mut output, notice) = executor.commands().create_notice(promise);
+    spin_until(executor, notice);
+    output
+        .try_recv()
+        .unwrap()
+        .expect("the promise resolved with an output")
+}
+
 /// A promise that resolves once `count` reaches `target`, checked by the caller.
 struct Countdown {
     sender: Mutex<Option<oneshot::Sender<()>>>,
@@ -116,16 +126,64 @@ fn services_and_clients_answer_requests(make: MakeExecutor) {
     spin_until(&mut executor, ready);
     for data in [true, false, true] {
         let response: Promise<SetBool_Response> = client.call(SetBool_Request { data }).unwrap();
-        let (response, notice) = executor.commands().create_notice(response);
-        spin_until(&mut executor, notice);
-        let mut response = response;
-        let response = response
-            .try_recv()
-            .unwrap()
-            .expect("the client got a response");
+        let response = spin_for_output(&mut executor, response);
         assert_eq!(response.success, !data);
         assert_eq!(response.message, format!("got {data}"));
     }
+}
+
+/// A node's parameter services (what `ros2 param get` and `set` call) answer while the
+/// executor spins: a declared parameter is read remotely, and a remote set reaches the
+/// node's own handle.
+fn parameter_services_answer_remote_gets_and_sets(make: MakeExecutor) {
+    use ros_env::rcl_interfaces::msg::{Parameter, ParameterValue};
+    use ros_env::rcl_interfaces::srv::{
+        GetParameters, GetParameters_Request, GetParameters_Response, SetParameters,
+        SetParameters_Request, SetParameters_Response,
+    };
+    const PARAMETER_DOUBLE: u8 = 3;
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("params").as_str()).unwrap();
+    let gain = node
+        .declare_parameter("gain")
+        .default(1.5)
+        .mandatory()
+        .unwrap();
+    let remote = executor
+        .create_node(unique("param_caller").as_str())
+        .unwrap();
+    let name = node.fully_qualified_name();
+    let get = remote
+        .create_client::<GetParameters>(format!("{name}/get_parameters").as_str())
+        .unwrap();
+    let set = remote
+        .create_client::<SetParameters>(format!("{name}/set_parameters").as_str())
+        .unwrap();
+    for ready in [get.notify_on_service_ready(), set.notify_on_service_ready()] {
+        spin_until(&mut executor, ready);
+    }
+
+    let names = vec!["gain".to_string()];
+    let got = get.call(GetParameters_Request { names }).unwrap();
+    let got: GetParameters_Response = spin_for_output(&mut executor, got);
+    assert_eq!(got.values.len(), 1);
+    assert_eq!(got.values[0].type_, PARAMETER_DOUBLE);
+    assert_eq!(got.values[0].double_value, 1.5);
+
+    let value = ParameterValue {
+        type_: PARAMETER_DOUBLE,
+        double_value: 2.5,
+        ..Default::default()
+    };
+    let parameters = vec![Parameter {
+        name: "gain".into(),
+        value,
+    }];
+    let results = set.call(SetParameters_Request { parameters }).unwrap();
+    let results: SetParameters_Response = spin_for_output(&mut executor, results);
+    assert!(results.results.iter().all(|r| r.successful), "{results:?}");
+    assert_eq!(gain.get(), 2.5);
 }
 
 fn worker_payload_is_mutated_by_several_callbacks(make: MakeExecutor) {
@@ -170,9 +228,7 @@ fn worker_payload_is_mutated_by_several_callbacks(make: MakeExecutor) {
     }
     spin_until(&mut executor, done);
     let snapshot = worker.run(|log: &mut Vec<String>| log.clone());
-    let (mut snapshot, notice) = executor.commands().create_notice(snapshot);
-    spin_until(&mut executor, notice);
-    let log = snapshot.try_recv().unwrap().unwrap();
+    let log = spin_for_output(&mut executor, snapshot);
     let a: Vec<_> = log.iter().filter(|s| s.starts_with('a')).cloned().collect();
     let b: Vec<_> = log.iter().filter(|s| s.starts_with('b')).cloned().collect();
     assert_eq!(a, (0..10).map(|i| format!("a{i}")).collect::<Vec<_>>());
@@ -1146,6 +1202,10 @@ macro_rules! suite {
                 super::a_promise_resolved_inside_a_callback_ends_the_spin_and_loses_nothing(
                     MAKE,
                 )
+            }
+            #[test]
+            fn parameter_services_answer_remote_gets_and_sets() {
+                super::parameter_services_answer_remote_gets_and_sets(MAKE)
             }
             #[test]
             fn timers_fire_only_while_spinning() {
