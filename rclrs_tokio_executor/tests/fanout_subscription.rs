@@ -541,6 +541,34 @@ fn an_invalid_topic_is_an_error_on_a_node_and_on_a_worker(make: MakeExecutor) {
     spin_until(&mut executor, || seen.delivered() == 20);
 }
 
+/// Not in the basic executor's suite, which finishes the wait it is in: a fan-out
+/// callback that calls `halt_spinning` is the last to start in that spin, as any other
+/// callback of the Tokio executor. With five messages waiting, each spin delivers one,
+/// in order, and nothing is lost.
+fn a_fanout_callback_that_halts_is_the_last_to_start(make: MakeExecutor) {
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_halt", 1000);
+    let worker = node.create_worker(());
+    let log: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let _handle = {
+        let log = Arc::clone(&log);
+        let commands = Arc::clone(executor.commands());
+        fanout.add_callback(&worker, move |_: &mut (), m: &Int32| {
+            log.lock().unwrap().push(m.data);
+            commands.halt_spinning();
+        })
+    };
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, 5);
+    std::thread::sleep(Duration::from_millis(200));
+    for spin in 1..=5 {
+        let errors = executor.spin(SpinOptions::default().timeout(PATIENCE));
+        assert!(errors.is_empty(), "spin {spin}: {errors:?}");
+        assert_eq!(*log.lock().unwrap(), (0..spin).collect::<Vec<_>>());
+    }
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
+    assert_eq!(*log.lock().unwrap(), (0..5).collect::<Vec<_>>());
+}
+
 macro_rules! suite {
     ($module:ident, $make:expr, [$($extra:ident),*]) => {
         mod $module {
@@ -593,7 +621,10 @@ suite!(basic, |context| context.create_basic_executor(), []);
 suite!(
     tokio,
     |context| context.create_tokio_executor(),
-    [a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others]
+    [
+        a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others,
+        a_fanout_callback_that_halts_is_the_last_to_start
+    ]
 );
 // Worker tasks moving between two pool threads as their load says. Not the slow-Worker
 // case: with `follow_load` the idle Workers gather while the test waits for matching,
@@ -603,7 +634,7 @@ suite!(
 suite!(
     tokio_follow_load,
     |context| support::follow_load_executor(context, "rclrs-tokio"),
-    []
+    [a_fanout_callback_that_halts_is_the_last_to_start]
 );
 suite!(
     tokio_dedicated,
@@ -614,5 +645,8 @@ suite!(
             )
             .unwrap()
     },
-    [a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others]
+    [
+        a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others,
+        a_fanout_callback_that_halts_is_the_last_to_start
+    ]
 );

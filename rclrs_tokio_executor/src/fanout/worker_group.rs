@@ -251,6 +251,11 @@ where
             if let Some(last) = Arc::into_inner(message) {
                 self.retired.put(last);
             }
+            if turn::spin_ending() {
+                // The spin ends (a callback may have halted it): the rest waits for the
+                // next one, as the Worker's other queued work does.
+                break;
+            }
             // On the Tokio executor, deliveries count against the Worker's turn, so that
             // a Worker sharing its thread with the hub lets it take in time. A delivery
             // costs far less than the take that produced it, and a Worker must be able to
@@ -259,8 +264,8 @@ where
                 break;
             }
         }
-        // Budget spent with `scheduled` still set: queue the rest behind the Worker's
-        // other work.
+        // Budget spent (or the spin ending) with `scheduled` still set: queue the rest
+        // behind the Worker's other work.
         self.schedule();
     }
 

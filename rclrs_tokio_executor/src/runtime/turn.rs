@@ -24,14 +24,24 @@
 //! for a network card. A turn with one message ends right after it, so a lone message is
 //! not delayed.
 //!
+//! # The spin's end
+//!
+//! A turn of a gated Worker also knows its executor's spin gate, so work the task cannot
+//! see into (a fan-out drain) can stop starting callbacks once the gate no longer
+//! admits them ([`spin_ending`]): after the spin's deadline, a halt, or a resolved
+//! promise, as the Worker's own drain stops.
+//!
 //! Outside a Worker turn (the basic executor, a user's thread) there is no budget:
-//! [`spend`] always says to go on, and [`at_turn_end`] runs its work at once.
+//! [`spend`] always says to go on, [`spin_ending`] says no, and [`at_turn_end`] runs its
+//! work at once.
 //!
 //! The state is per thread. A turn that awaits (a payload lent to the fallback waiter)
 //! can find it taken over by another turn of the same thread when it resumes; it then
 //! sees its budget spent and yields, and the other turn's end runs its deferred work.
 
+use crate::runtime::shared::ExecutorShared;
 use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Callbacks one Worker turn may run.
@@ -47,6 +57,9 @@ thread_local! {
     /// When the current turn ends, if other Worker tasks wait for its thread.
     static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
     static AT_END: RefCell<Vec<Deferred>> = const { RefCell::new(Vec::new()) };
+    /// The executor whose spin gate the current turn's callbacks pass; `None` outside a
+    /// turn of a gated Worker.
+    static GATED_BY: RefCell<Option<Arc<ExecutorShared>>> = const { RefCell::new(None) };
 }
 
 /// A Worker turn on this thread. Dropping it ends the turn: the budget goes away and
@@ -55,9 +68,11 @@ pub(crate) struct Turn(());
 
 impl Turn {
     /// Begin a turn; with `shared_thread` (other Worker tasks on this thread) it also
-    /// ends after [`TURN_TIME`].
-    pub(crate) fn begin(shared_thread: bool) -> Self {
+    /// ends after [`TURN_TIME`]. `gated_by`: the executor whose spin gate the turn's
+    /// callbacks pass, for a gated Worker.
+    pub(crate) fn begin(shared_thread: bool, gated_by: Option<Arc<ExecutorShared>>) -> Self {
         LEFT.with(|left| left.set(Some(TURN_BUDGET)));
+        GATED_BY.with(|gate| *gate.borrow_mut() = gated_by);
         DEADLINE.with(|deadline| deadline.set(shared_thread.then(|| Instant::now() + TURN_TIME)));
         Turn(())
     }
@@ -73,6 +88,7 @@ impl Drop for Turn {
     fn drop(&mut self) {
         LEFT.with(|left| left.set(None));
         DEADLINE.with(|deadline| deadline.set(None));
+        GATED_BY.with(|gate| gate.borrow_mut().take());
         // Deferred work may defer more (it runs outside the turn, so that runs at once).
         let deferred = AT_END.with(|at_end| std::mem::take(&mut *at_end.borrow_mut()));
         for work in deferred {
@@ -97,6 +113,16 @@ pub(crate) fn spend(callbacks: usize) -> bool {
             n > 0 && !overtime()
         }
         None => true,
+    })
+}
+
+/// Whether the current turn's spin gate no longer admits callbacks (see "The spin's
+/// end"); false outside a turn of a gated Worker.
+pub(crate) fn spin_ending() -> bool {
+    GATED_BY.with(|gate| {
+        gate.borrow()
+            .as_ref()
+            .is_some_and(|shared| !shared.gate.admits())
     })
 }
 

@@ -290,7 +290,7 @@ impl WorkerTask {
             .home
             .as_ref()
             .is_some_and(|home| home.load.workers() > 1);
-        let turn = Turn::begin(shares_thread);
+        let turn = Turn::begin(shares_thread, self.gated.then(|| Arc::clone(&shared)));
         while let Some(item) = next.take() {
             let flight = if self.gated {
                 let Some(flight) = shared.gate.try_enter() else {
