@@ -25,8 +25,9 @@
 //! thread runs, and a Worker would go on starting queued callbacks meanwhile. So the
 //! gate *admits* a callback only while it is open, rclrs's halt flag is clear, and the
 //! current pass has not been ended ([`SpinGate::end_pass`], which the promise's waker
-//! calls when the promise resolves). Both are read by the entrant itself, so the
-//! callback that halted or resolved is the last to start. A halt flag that is still set
+//! calls when the promise resolves). The entrant reads all three itself, and a Worker's
+//! drain asks again after every callback ([`SpinGate::admits`]), so the callback that
+//! halted or resolved is the last to start. A halt flag that is still set
 //! when the next spin begins ends that spin too, as it does for the basic executor; an
 //! ended pass never ends a later one.
 //!
