@@ -17,7 +17,7 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-use support::{publish_to, spin_for, unique, wait_matched};
+use support::{publish_to, run_to_end, spin_for, unique, wait_matched};
 
 type MakeExecutor = fn(&Context) -> Executor;
 
@@ -32,16 +32,6 @@ fn spin_until(executor: &mut Executor, done: Promise<()>) {
             .timeout(PATIENCE),
     );
     assert!(errors.is_empty(), "spin reported {errors:?}");
-}
-
-/// Spin until `promise` (a job's output, a client's response) resolves; its output.
-fn spin_for_output<R: Send + 'static>(executor: &mut Executor, promise: Promise<R>) -> R {
-    let (mut output, notice) = executor.commands().create_notice(promise);
-    spin_until(executor, notice);
-    output
-        .try_recv()
-        .unwrap()
-        .expect("the promise resolved with an output")
 }
 
 /// A promise that resolves once `count` reaches `target`, checked by the caller.
@@ -126,7 +116,7 @@ fn services_and_clients_answer_requests(make: MakeExecutor) {
     spin_until(&mut executor, ready);
     for data in [true, false, true] {
         let response: Promise<SetBool_Response> = client.call(SetBool_Request { data }).unwrap();
-        let response = spin_for_output(&mut executor, response);
+        let response = run_to_end(&mut executor, response).unwrap();
         assert_eq!(response.success, !data);
         assert_eq!(response.message, format!("got {data}"));
     }
@@ -166,7 +156,7 @@ fn parameter_services_answer_remote_gets_and_sets(make: MakeExecutor) {
 
     let names = vec!["gain".to_string()];
     let got = get.call(GetParameters_Request { names }).unwrap();
-    let got: GetParameters_Response = spin_for_output(&mut executor, got);
+    let got: GetParameters_Response = run_to_end(&mut executor, got).unwrap();
     assert_eq!(got.values.len(), 1);
     assert_eq!(got.values[0].type_, PARAMETER_DOUBLE);
     assert_eq!(got.values[0].double_value, 1.5);
@@ -181,7 +171,7 @@ fn parameter_services_answer_remote_gets_and_sets(make: MakeExecutor) {
         value,
     }];
     let results = set.call(SetParameters_Request { parameters }).unwrap();
-    let results: SetParameters_Response = spin_for_output(&mut executor, results);
+    let results: SetParameters_Response = run_to_end(&mut executor, results).unwrap();
     assert!(results.results.iter().all(|r| r.successful), "{results:?}");
     assert_eq!(gain.get(), 2.5);
 }
@@ -228,7 +218,7 @@ fn worker_payload_is_mutated_by_several_callbacks(make: MakeExecutor) {
     }
     spin_until(&mut executor, done);
     let snapshot = worker.run(|log: &mut Vec<String>| log.clone());
-    let log = spin_for_output(&mut executor, snapshot);
+    let log = run_to_end(&mut executor, snapshot).unwrap();
     let a: Vec<_> = log.iter().filter(|s| s.starts_with('a')).cloned().collect();
     let b: Vec<_> = log.iter().filter(|s| s.starts_with('b')).cloned().collect();
     assert_eq!(a, (0..10).map(|i| format!("a{i}")).collect::<Vec<_>>());

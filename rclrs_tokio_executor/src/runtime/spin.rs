@@ -163,7 +163,9 @@ pub(crate) async fn spin(
         }
         let promise_resolved = async {
             match promise.as_mut() {
-                Some(promise) => resolved_ending_pass(promise, &shared, pass).await,
+                Some(promise) => {
+                    std::future::poll_fn(|cx| poll_ending_pass(promise, &shared, pass, cx)).await
+                }
                 None => std::future::pending().await,
             }
         };
@@ -207,16 +209,11 @@ pub(crate) async fn spin(
     errors
 }
 
-/// Await `promise`, ending the gate's `pass` the moment it resolves: the waker it
-/// registers does that on the thread that resolves it (a callback's, typically), so
-/// that callback is the last to start, before this future even runs. A oneshot wakes
-/// its receiver only when it resolves or its sender is dropped, both of which end the
-/// spin.
-async fn resolved_ending_pass(promise: &mut Promise<()>, shared: &Arc<ExecutorShared>, pass: u64) {
-    std::future::poll_fn(|cx| poll_ending_pass(promise, shared, pass, cx)).await
-}
-
-/// Poll `promise` with a waker that ends `pass` before it wakes `cx`'s.
+/// Poll `promise` with a waker that ends the gate's `pass` before it wakes `cx`'s: when
+/// the promise resolves, the pass ends on the thread that resolves it (a callback's,
+/// typically), so that callback is the last to start, before the spin future even runs.
+/// A oneshot wakes its receiver only when it resolves or its sender is dropped, both of
+/// which end the spin.
 fn poll_ending_pass(
     promise: &mut Promise<()>,
     shared: &Arc<ExecutorShared>,
