@@ -1,7 +1,7 @@
 //! Dedicated-thread Workers (`TokioExecutorOptions::dedicated_workers`): which Workers
 //! get a thread, where their callbacks run, what placement they report, that Tokio is
 //! usable inside their callbacks, and that the thread ends with its Worker. The
-//! behaviour suite (`executor_behaviour.rs`, `tokio_dedicated::*`) checks the contract.
+//! behaviour suite (`tests/executor_behaviour/`, `tokio_dedicated::*`) checks the contract.
 
 mod support;
 

@@ -1,7 +1,7 @@
 //! Placement that follows load (`TokioExecutorOptions::follow_load`): light Workers
 //! gather on one pool thread, busy ones spread over the threads, and a Worker's
 //! callbacks stay in order across moves. The behaviour suite
-//! (`executor_behaviour.rs`, `tokio_follow_load::*`) checks the rest of the contract.
+//! (`tests/executor_behaviour/`, `tokio_follow_load::*`) checks the rest of the contract.
 
 mod support;
 

@@ -1,0 +1,290 @@
+//! Messages and requests: subscriptions, services, parameter services, bursts,
+//! late joiners and entities dropped while the executor spins.
+
+use super::*;
+
+pub(crate) fn pub_sub_delivers_every_message_in_order(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("pubsub").as_str()).unwrap();
+    let topic = unique("pubsub_topic");
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let (countdown, done) = Countdown::new(200);
+    let _sub = {
+        let received = Arc::clone(&received);
+        node.create_subscription(
+            topic.as_str().keep_last(1000).reliable(),
+            move |m: Int32| {
+                received.lock().unwrap().push(m.data);
+                countdown.tick();
+            },
+        )
+        .unwrap()
+    };
+    let publisher = matched_publisher(&node, &topic);
+    let publishing = std::thread::spawn(move || {
+        for data in 0..200 {
+            publisher.publish(Int32 { data }).unwrap();
+        }
+        publisher
+    });
+    spin_until(&mut executor, done);
+    let _publisher = publishing.join().unwrap();
+    assert_eq!(*received.lock().unwrap(), (0..200).collect::<Vec<_>>());
+}
+
+pub(crate) fn services_and_clients_answer_requests(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("service").as_str()).unwrap();
+    let name = unique("set_bool");
+    let _service = node
+        .create_service::<SetBool, _>(name.as_str(), |request: SetBool_Request| SetBool_Response {
+            success: !request.data,
+            message: format!("got {}", request.data),
+        })
+        .unwrap();
+    let client = node.create_client::<SetBool>(name.as_str()).unwrap();
+    let ready = client.notify_on_service_ready();
+    spin_until(&mut executor, ready);
+    for data in [true, false, true] {
+        let response: Promise<SetBool_Response> = client.call(SetBool_Request { data }).unwrap();
+        let response = run_to_end(&mut executor, response).unwrap();
+        assert_eq!(response.success, !data);
+        assert_eq!(response.message, format!("got {data}"));
+    }
+}
+
+/// A node's parameter services (what `ros2 param get` and `set` call) answer while the
+/// executor spins: a declared parameter is read remotely, and a remote set reaches the
+/// node's own handle.
+pub(crate) fn parameter_services_answer_remote_gets_and_sets(make: MakeExecutor) {
+    use ros_env::rcl_interfaces::msg::{Parameter, ParameterValue};
+    use ros_env::rcl_interfaces::srv::{
+        GetParameters, GetParameters_Request, GetParameters_Response, SetParameters,
+        SetParameters_Request, SetParameters_Response,
+    };
+    const PARAMETER_DOUBLE: u8 = 3;
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("params").as_str()).unwrap();
+    let gain = node
+        .declare_parameter("gain")
+        .default(1.5)
+        .mandatory()
+        .unwrap();
+    let remote = executor
+        .create_node(unique("param_caller").as_str())
+        .unwrap();
+    let name = node.fully_qualified_name();
+    let get = remote
+        .create_client::<GetParameters>(format!("{name}/get_parameters").as_str())
+        .unwrap();
+    let set = remote
+        .create_client::<SetParameters>(format!("{name}/set_parameters").as_str())
+        .unwrap();
+    for ready in [get.notify_on_service_ready(), set.notify_on_service_ready()] {
+        spin_until(&mut executor, ready);
+    }
+
+    let names = vec!["gain".to_string()];
+    let got = get.call(GetParameters_Request { names }).unwrap();
+    let got: GetParameters_Response = run_to_end(&mut executor, got).unwrap();
+    assert_eq!(got.values.len(), 1);
+    assert_eq!(got.values[0].type_, PARAMETER_DOUBLE);
+    assert_eq!(got.values[0].double_value, 1.5);
+
+    let value = ParameterValue {
+        type_: PARAMETER_DOUBLE,
+        double_value: 2.5,
+        ..Default::default()
+    };
+    let parameters = vec![Parameter {
+        name: "gain".into(),
+        value,
+    }];
+    let results = set.call(SetParameters_Request { parameters }).unwrap();
+    let results: SetParameters_Response = run_to_end(&mut executor, results).unwrap();
+    assert!(results.results.iter().all(|r| r.successful), "{results:?}");
+    assert_eq!(gain.get(), 2.5);
+}
+
+pub(crate) fn dropping_an_entity_during_spin_stops_its_callbacks(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("drop").as_str()).unwrap();
+    let topic = unique("drop_topic");
+    let dropped_count = Arc::new(AtomicUsize::new(0));
+    let kept_count = Arc::new(AtomicUsize::new(0));
+    let doomed = {
+        let c = Arc::clone(&dropped_count);
+        node.create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |_m: Int32| {
+                c.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap()
+    };
+    let (countdown, done) = Countdown::new(100);
+    let _kept = {
+        let c = Arc::clone(&kept_count);
+        node.create_subscription(
+            topic.as_str().keep_last(100).reliable(),
+            move |_m: Int32| {
+                c.fetch_add(1, Ordering::SeqCst);
+                countdown.tick();
+            },
+        )
+        .unwrap()
+    };
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    wait_matched(&publisher, 2);
+    let doomed_seen = Arc::clone(&dropped_count);
+    let publishing = std::thread::spawn(move || {
+        let mut doomed = Some(doomed);
+        for data in 0..100 {
+            if data == 50 {
+                // Drop while the executor spins and messages keep arriving.
+                let deadline = Instant::now() + PATIENCE;
+                while doomed_seen.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                doomed.take();
+            }
+            publisher.publish(Int32 { data }).unwrap();
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        publisher
+    });
+    spin_until(&mut executor, done);
+    let _publisher = publishing.join().unwrap();
+    let after_drop = dropped_count.load(Ordering::SeqCst);
+    assert!(
+        after_drop > 0 && after_drop <= 50,
+        "dropped subscription ran {after_drop} times"
+    );
+    assert_eq!(kept_count.load(Ordering::SeqCst), 100);
+}
+
+pub(crate) fn a_burst_while_not_spinning_is_delivered_up_to_the_depth(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("burst").as_str()).unwrap();
+    let topic = unique("burst_topic");
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let _sub = {
+        let received = Arc::clone(&received);
+        node.create_subscription(topic.as_str().keep_last(10).reliable(), move |m: Int32| {
+            received.lock().unwrap().push(m.data)
+        })
+        .unwrap()
+    };
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(10).reliable())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    for data in 0..25 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        received.lock().unwrap().is_empty(),
+        "delivered while not spinning"
+    );
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(500)));
+    assert_eq!(*received.lock().unwrap(), (15..25).collect::<Vec<_>>());
+}
+
+/// Bursts of 1 to 40 messages from another thread, each sent only once the last message
+/// of the one before has arrived: the end of a burst must arrive without a later
+/// message to carry it (the Tokio executor pauses a subscription's notifications while
+/// it drains a backlog, and resumes them when rmw's queue is empty).
+pub(crate) fn the_last_message_of_every_burst_arrives(make: MakeExecutor) {
+    const BURSTS: i32 = 150;
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("bursts").as_str()).unwrap();
+    let worker = node.create_worker::<Vec<i32>>(Vec::new());
+    let topic = unique("bursts_topic");
+    let last = Arc::new(std::sync::atomic::AtomicI32::new(-1));
+    let total = (0..BURSTS).map(|b| b % 40 + 1).sum::<i32>();
+    let (countdown, done) = Countdown::new(total as usize);
+    let _sub = {
+        let last = Arc::clone(&last);
+        worker
+            .create_subscription(
+                topic.as_str().keep_last(1000).reliable(),
+                move |log: &mut Vec<i32>, m: Int32| {
+                    // A little work per message, so that a burst queues up behind it.
+                    let busy = Instant::now();
+                    while busy.elapsed() < Duration::from_micros(20) {}
+                    log.push(m.data);
+                    last.store(m.data, Ordering::SeqCst);
+                    countdown.tick();
+                },
+            )
+            .unwrap()
+    };
+    let publisher = matched_publisher(&node, &topic);
+    let sender = std::thread::spawn(move || {
+        let mut data = 0;
+        let mut stuck = Vec::new();
+        for burst in 0..BURSTS {
+            for _ in 0..burst % 40 + 1 {
+                publisher.publish(Int32 { data }).unwrap();
+                data += 1;
+            }
+            let sent = Instant::now();
+            while last.load(Ordering::SeqCst) != data - 1 {
+                if sent.elapsed() > Duration::from_secs(2) {
+                    stuck.push(burst);
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(50 * (burst % 3) as u64));
+            }
+        }
+        stuck
+    });
+    spin_until(&mut executor, done);
+    let stuck = sender.join().unwrap();
+    assert!(
+        stuck.is_empty(),
+        "bursts whose end waited for 2 s: {stuck:?}"
+    );
+    let log = worker.run(|log: &mut Vec<i32>| log.clone());
+    let (mut log, notice) = executor.commands().create_notice(log);
+    spin_until(&mut executor, notice);
+    assert_eq!(
+        log.try_recv().unwrap().unwrap(),
+        (0..total).collect::<Vec<_>>()
+    );
+}
+
+/// A transient-local message published before a subscription exists reaches it when
+/// it matches, however that delivery falls against the subscription's registration,
+/// for twenty subscriptions in turn (with nothing published after it).
+pub(crate) fn a_transient_local_message_reaches_each_late_subscription(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("latched").as_str()).unwrap();
+    let topic = unique("latched_topic");
+    let qos = || topic.as_str().keep_last(1).reliable().transient_local();
+    let publisher = node.create_publisher::<Int32>(qos()).unwrap();
+    publisher.publish(Int32 { data: 42 }).unwrap();
+    for _ in 0..20 {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let (countdown, done) = Countdown::new(1);
+        let log = Arc::clone(&heard);
+        let _late = node
+            .create_subscription(qos(), move |m: Int32| {
+                log.lock().unwrap().push(m.data);
+                countdown.tick();
+            })
+            .unwrap();
+        spin_until(&mut executor, done);
+        assert_eq!(*heard.lock().unwrap(), vec![42]);
+    }
+}

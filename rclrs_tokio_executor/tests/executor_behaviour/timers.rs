@@ -1,0 +1,266 @@
+//! Timers: only while spinning, cancel and reset, oneshot and inert modes, overruns,
+//! zero periods and drops during a spin.
+
+use super::*;
+
+pub(crate) fn timers_fire_only_while_spinning(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("timer").as_str()).unwrap();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let (countdown, done) = Countdown::new(5);
+    let _timer = {
+        let fired = Arc::clone(&fired);
+        node.create_timer_repeating(Duration::from_millis(10), move || {
+            fired.fetch_add(1, Ordering::SeqCst);
+            countdown.tick();
+        })
+        .unwrap()
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        0,
+        "a timer fired while not spinning"
+    );
+    spin_until(&mut executor, done);
+    assert!(fired.load(Ordering::SeqCst) >= 5);
+}
+
+pub(crate) fn timers_can_be_cancelled_and_reset_from_callbacks(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("timer_cancel").as_str())
+        .unwrap();
+    let fires = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let cancelled_at = Arc::new(Mutex::new(None::<Instant>));
+    let reset_at = Arc::new(Mutex::new(None::<Instant>));
+    let (countdown, done) = Countdown::new(6);
+    // Fires every 10 ms; cancels itself on its third fire, from inside its callback.
+    let fast = {
+        let fires = Arc::clone(&fires);
+        let cancelled_at = Arc::clone(&cancelled_at);
+        node.create_timer_repeating(Duration::from_millis(10), move |timer: &Timer| {
+            let mut fires = fires.lock().unwrap();
+            fires.push(Instant::now());
+            if fires.len() == 3 {
+                timer.cancel().unwrap();
+                *cancelled_at.lock().unwrap() = Some(Instant::now());
+            }
+            countdown.tick();
+        })
+        .unwrap()
+    };
+    // Resets it from another timer's callback, 150 ms later.
+    let _resetter = {
+        let fast = Arc::clone(&fast);
+        let reset_at = Arc::clone(&reset_at);
+        node.create_timer_oneshot(Duration::from_millis(150), move || {
+            *reset_at.lock().unwrap() = Some(Instant::now());
+            fast.reset().unwrap();
+        })
+        .unwrap()
+    };
+    spin_until(&mut executor, done);
+    let fires = fires.lock().unwrap();
+    let cancelled = cancelled_at.lock().unwrap().expect("cancelled");
+    let reset = reset_at.lock().unwrap().expect("reset");
+    assert!(
+        fires.iter().all(|t| *t <= cancelled || *t >= reset),
+        "a cancelled timer fired before it was reset"
+    );
+    assert!(
+        fires.len() >= 6 && fires[3] >= reset,
+        "the reset timer did not resume"
+    );
+}
+
+pub(crate) fn timers_follow_their_mode_oneshot_inert_and_changed_from_inside(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("timer_modes").as_str())
+        .unwrap();
+    let period = Duration::from_millis(10);
+    let counter = || Arc::new(AtomicUsize::new(0));
+    let count = |c: &Arc<AtomicUsize>| {
+        let c = Arc::clone(c);
+        move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    // Fires once, then stays inert.
+    let once = counter();
+    let _oneshot = node.create_timer_oneshot(period, count(&once)).unwrap();
+    // Never fires until it gets a callback.
+    let later = counter();
+    let inert = node.create_timer_inert(period).unwrap();
+    // Goes inert from inside its third call.
+    let to_inert = counter();
+    let _goes_inert = {
+        let c = Arc::clone(&to_inert);
+        node.create_timer_repeating(period, move |timer: &Timer| {
+            if c.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                timer.set_inert();
+            }
+        })
+        .unwrap()
+    };
+    // Turns into a oneshot from inside its second call: one more call after that.
+    let (before, after) = (counter(), counter());
+    let _goes_oneshot = {
+        let c = Arc::clone(&before);
+        let then = count(&after);
+        let then = Mutex::new(Some(then));
+        node.create_timer_repeating(period, move |timer: &Timer| {
+            if c.fetch_add(1, Ordering::SeqCst) + 1 == 2 {
+                if let Some(then) = then.lock().unwrap().take() {
+                    timer.set_oneshot(then);
+                }
+            }
+        })
+        .unwrap()
+    };
+    let snapshot = || [&once, &later, &to_inert, &before, &after].map(|c| c.load(Ordering::SeqCst));
+    spin_for(&mut executor, Duration::from_millis(300));
+    assert_eq!(
+        snapshot(),
+        [1, 0, 3, 2, 1],
+        "[oneshot, inert, to inert, before, after]"
+    );
+    // Nothing fires while not spinning; the inert timer, given a callback, runs on.
+    inert.set_repeating(count(&later));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        snapshot(),
+        [1, 0, 3, 2, 1],
+        "a timer fired while not spinning"
+    );
+    spin_for(&mut executor, Duration::from_millis(200));
+    let [once_n, later_n, to_inert_n, before_n, after_n] = snapshot();
+    assert_eq!([once_n, to_inert_n, before_n, after_n], [1, 3, 2, 1]);
+    assert!(
+        (5..=25).contains(&later_n),
+        "the timer given a callback fired {later_n} times in 200 ms at 10 ms"
+    );
+}
+
+pub(crate) fn an_overrunning_timer_does_not_burst(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("timer_overrun").as_str())
+        .unwrap();
+    let starts = Arc::new(Mutex::new(Vec::<Instant>::new()));
+    let (countdown, done) = Countdown::new(8);
+    let _timer = {
+        let starts = Arc::clone(&starts);
+        node.create_timer_repeating(Duration::from_millis(10), move || {
+            starts.lock().unwrap().push(Instant::now());
+            // Three periods' worth of work every time.
+            std::thread::sleep(Duration::from_millis(30));
+            countdown.tick();
+        })
+        .unwrap()
+    };
+    spin_until(&mut executor, done);
+    let starts = starts.lock().unwrap();
+    for pair in starts.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap >= Duration::from_millis(25),
+            "fires {gap:?} apart: missed periods were replayed as a burst"
+        );
+    }
+}
+
+pub(crate) fn a_zero_period_timer_shares_the_worker_and_the_spin_keeps_its_deadline(
+    make: MakeExecutor,
+) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("timer_zero").as_str()).unwrap();
+    let topic = unique("timer_zero_topic");
+    let fired = Arc::new(AtomicUsize::new(0));
+    // Always due: rcl accepts a zero period.
+    let _timer = {
+        let fired = Arc::clone(&fired);
+        node.create_timer_repeating(Duration::ZERO, move || {
+            fired.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    };
+    let received = Arc::new(AtomicUsize::new(0));
+    let _subscription = {
+        let received = Arc::clone(&received);
+        node.create_subscription(topic.as_str().keep_last(100).reliable(), move |_: Int32| {
+            received.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    };
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    publish_to(&publisher, 1, 50);
+    let started = Instant::now();
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(300)));
+    let took = started.elapsed();
+    assert_eq!(
+        received.load(Ordering::SeqCst),
+        50,
+        "the always-due timer starved the subscription"
+    );
+    assert!(
+        fired.load(Ordering::SeqCst) > 10,
+        "the timer fired only {} times",
+        fired.load(Ordering::SeqCst)
+    );
+    assert!(took < Duration::from_secs(2), "a 300 ms spin took {took:?}");
+}
+
+pub(crate) fn a_timer_dropped_during_spin_stops_firing(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("timer_drop").as_str()).unwrap();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let timer = {
+        let fired = Arc::clone(&fired);
+        node.create_timer_repeating(Duration::from_millis(5), move || {
+            fired.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    };
+    // Created while spinning: a second timer, from another thread.
+    let late_fired = Arc::new(AtomicUsize::new(0));
+    let (countdown, done) = Countdown::new(5);
+    let dropper = {
+        let node = node.clone();
+        let fired = Arc::clone(&fired);
+        let late_fired = Arc::clone(&late_fired);
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + PATIENCE;
+            while fired.load(Ordering::SeqCst) < 5 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            drop(timer);
+            let at_drop = fired.load(Ordering::SeqCst);
+            let late = node
+                .create_timer_repeating(Duration::from_millis(20), move || {
+                    late_fired.fetch_add(1, Ordering::SeqCst);
+                    countdown.tick();
+                })
+                .unwrap();
+            (at_drop, late)
+        })
+    };
+    spin_until(&mut executor, done);
+    let (at_drop, _late) = dropper.join().unwrap();
+    let after = fired.load(Ordering::SeqCst);
+    assert!(
+        after <= at_drop + 1,
+        "a dropped timer fired {} more times",
+        after - at_drop
+    );
+    assert!(late_fired.load(Ordering::SeqCst) >= 5);
+}

@@ -1,0 +1,246 @@
+//! Delivery: every callback sees every message of one take, only while spinning, with
+//! panics contained, slow Workers bounded, and halts from inside honoured.
+
+use super::*;
+
+pub(crate) fn every_callback_sees_every_message_once_taken_in_order(make: MakeExecutor) {
+    const MESSAGES: i32 = 300;
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout", 1000);
+    let workers: Vec<Worker<u64>> = (0..2).map(|_| node.create_worker(0_u64)).collect();
+    let (seen, handles) = logging_callbacks(&fanout, &workers, 8, |count, _| *count += 1);
+    // One more on the node, borrowing the message.
+    let node_log: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let node_handle = {
+        let node_log = Arc::clone(&node_log);
+        fanout.add_node_callback(move |m: &Int32| node_log.lock().unwrap().push(m.data))
+    };
+
+    let publisher = fixture_publisher(&node, &topic);
+    // One rcl subscription, however many callbacks.
+    publish_to(&publisher, 1, MESSAGES);
+    spin_until(&mut executor, || {
+        node_log.lock().unwrap().len() == MESSAGES as usize
+            && seen
+                .iter()
+                .all(|s| s.lock().unwrap().len() == MESSAGES as usize)
+    });
+    assert_eq!(publisher.get_subscription_count().unwrap(), 1);
+    assert_eq!(fanout.taken(), MESSAGES as u64);
+
+    let expected: Vec<i32> = (0..MESSAGES).collect();
+    assert_every_log_saw_the_same_messages(&seen, &expected);
+    assert_eq!(*node_log.lock().unwrap(), expected);
+    for handle in handles.iter().chain([&node_handle]) {
+        assert_eq!(handle.delivered(), MESSAGES as u64);
+        assert_eq!((handle.dropped(), handle.panics()), (0, 0));
+    }
+}
+
+pub(crate) fn callbacks_run_only_while_spinning_and_a_burst_keeps_the_depth(make: MakeExecutor) {
+    const DEPTH: u32 = 10;
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_gate", DEPTH);
+    let worker = node.create_worker(());
+    let log: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let handle = {
+        let log = Arc::clone(&log);
+        fanout.add_callback(&worker, move |_: &mut (), m: &Int32| {
+            log.lock().unwrap().push(m.data)
+        })
+    };
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, 50);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "a callback ran without a spin"
+    );
+    // The middleware keeps the last DEPTH of the 50; all of them arrive, newest last.
+    spin_until(&mut executor, || {
+        log.lock().unwrap().last().copied() == Some(49)
+    });
+    let log = log.lock().unwrap().clone();
+    assert!(log.len() <= DEPTH as usize, "more than the depth: {log:?}");
+    assert!(log.windows(2).all(|w| w[0] < w[1]), "out of order: {log:?}");
+    assert_eq!(handle.delivered(), log.len() as u64);
+}
+
+pub(crate) fn a_panicking_callback_is_contained_and_the_others_go_on(make: MakeExecutor) {
+    const MESSAGES: i32 = 100;
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_panic", 1000);
+    let worker = node.create_worker(());
+    let panicking = fanout.add_callback(&worker, |_: &mut (), m: &Int32| {
+        if m.data % 2 == 0 {
+            panic!("fan-out test panic on {}", m.data)
+        }
+    });
+    let after = Arc::new(AtomicUsize::new(0));
+    let steady = {
+        let after = Arc::clone(&after);
+        fanout.add_callback(&worker, move |_: &mut (), _: &Int32| {
+            after.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, MESSAGES);
+    spin_until(&mut executor, || {
+        after.load(Ordering::SeqCst) == MESSAGES as usize
+    });
+    assert_eq!(panicking.panics(), MESSAGES as u64 / 2);
+    assert_eq!(panicking.delivered(), MESSAGES as u64 / 2);
+    assert_eq!((steady.panics(), steady.delivered()), (0, MESSAGES as u64));
+}
+
+/// Not in the basic executor's suite: there every Worker runs on the one spinning
+/// thread, so a slow callback holds up everything by design.
+pub(crate) fn a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others(make: MakeExecutor) {
+    const DEPTH: u32 = 20;
+    const MESSAGES: i32 = 200;
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_slow", DEPTH);
+    let slow_worker = node.create_worker(());
+    let fast_worker = node.create_worker(());
+    let slow_seen: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let slow = {
+        let slow_seen = Arc::clone(&slow_seen);
+        fanout.add_callback(&slow_worker, move |_: &mut (), m: &Int32| {
+            slow_seen.lock().unwrap().push(m.data);
+            std::thread::sleep(Duration::from_millis(20));
+        })
+    };
+    let fast_seen: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let (all_fast, fast_done) = futures::channel::oneshot::channel::<()>();
+    let fast = {
+        let fast_seen = Arc::clone(&fast_seen);
+        let mut all_fast = Some(all_fast);
+        fanout.add_callback(&fast_worker, move |_: &mut (), m: &Int32| {
+            fast_seen.lock().unwrap().push(m.data);
+            if m.data == MESSAGES - 1 {
+                all_fast.take().map(|done| done.send(()));
+            }
+        })
+    };
+    let publisher = fixture_publisher(&node, &topic);
+    support::wait_matched(&publisher, 1);
+
+    let start = Instant::now();
+    // Paced so that the hub keeps up and the only queue that overflows is the slow
+    // Worker's own.
+    let publishing = std::thread::spawn(move || {
+        for data in 0..MESSAGES {
+            publisher.publish(Int32 { data }).unwrap();
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        publisher
+    });
+    // One spin, so that the spin gate stays open while the stream runs (between spins
+    // the subscription's own depth of 20 would overflow at this rate).
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(fast_done)
+            .timeout(PATIENCE),
+    );
+    assert!(errors.is_empty(), "spin reported {errors:?}");
+    let fast_done = start.elapsed();
+    let _publisher = publishing.join().unwrap();
+    // The slow Worker had time for a few of the 200 (20 ms each) while the fast one
+    // got all of them.
+    let slow_when_fast_done = slow_seen.lock().unwrap().len();
+    assert!(
+        slow_when_fast_done < MESSAGES as usize / 2,
+        "the slow callback kept up ({slow_when_fast_done}) in {fast_done:?}"
+    );
+    assert_eq!(
+        *fast_seen.lock().unwrap(),
+        (0..MESSAGES).collect::<Vec<_>>()
+    );
+    assert_eq!(fast.dropped(), 0);
+    // The slow one ends with the newest message, having lost (and counted) the oldest.
+    spin_until(&mut executor, || {
+        slow_seen.lock().unwrap().last().copied() == Some(MESSAGES - 1)
+    });
+    let slow_seen = slow_seen.lock().unwrap().clone();
+    assert!(slow_seen.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(
+        slow.delivered() + slow.dropped(),
+        MESSAGES as u64,
+        "delivered {} + dropped {} != sent",
+        slow.delivered(),
+        slow.dropped()
+    );
+    assert!(slow.dropped() > 0);
+}
+
+/// A fan-out created on a Worker takes there and calls that Worker's callbacks (and the
+/// node-level ones) in the take; the other Worker's are queued as for a node's fan-out.
+pub(crate) fn a_fanout_taken_on_a_worker_calls_its_callbacks_there_and_queues_the_others(
+    make: MakeExecutor,
+) {
+    const MESSAGES: i32 = 300;
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("fanout_on_worker").as_str())
+        .unwrap();
+    let topic = unique("fanout_on_worker_topic");
+    let workers: Vec<Worker<Vec<i32>>> = (0..2).map(|_| node.create_worker(Vec::new())).collect();
+    let fanout = workers[0]
+        .create_fanout_subscription::<Int32>(topic.as_str().keep_last(1000).reliable())
+        .unwrap();
+    let (mut seen, mut handles) =
+        logging_callbacks(&fanout, &workers, 6, |mine, m| mine.push(m.data));
+    let node_log: Seen = Arc::default();
+    handles.push({
+        let node_log = Arc::clone(&node_log);
+        fanout.add_node_callback(move |m: Arc<Int32>| log_message(&node_log, &m))
+    });
+    seen.push(node_log);
+    drop(fanout);
+
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, MESSAGES);
+    spin_until(&mut executor, || {
+        seen.iter()
+            .all(|s| s.lock().unwrap().len() == MESSAGES as usize)
+    });
+    assert_eq!(publisher.get_subscription_count().unwrap(), 1);
+    assert_every_log_saw_the_same_messages(&seen, &(0..MESSAGES).collect::<Vec<_>>());
+    for handle in &handles {
+        assert_eq!(handle.delivered(), MESSAGES as u64);
+        assert_eq!((handle.dropped(), handle.panics()), (0, 0));
+    }
+    // Each Worker's payload saw its three callbacks per message, in the order they were
+    // added: the callbacks ran on their own Worker, with its payload.
+    for worker in &workers {
+        let per_worker = worker.run(|mine: &mut Vec<i32>| std::mem::take(mine));
+        let mine = run_to_end(&mut executor, per_worker).unwrap();
+        let expected: Vec<i32> = (0..MESSAGES).flat_map(|d| [d, d, d]).collect();
+        assert_eq!(mine, expected);
+    }
+}
+
+/// Not in the basic executor's suite, which finishes the wait it is in: a fan-out
+/// callback that calls `halt_spinning` is the last to start in that spin, as any other
+/// callback of the Tokio executor. With five messages waiting, each spin delivers one,
+/// in order, and nothing is lost.
+pub(crate) fn a_fanout_callback_that_halts_is_the_last_to_start(make: MakeExecutor) {
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_halt", 1000);
+    let worker = node.create_worker(());
+    let log: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let _handle = {
+        let log = Arc::clone(&log);
+        let commands = Arc::clone(executor.commands());
+        fanout.add_callback(&worker, move |_: &mut (), m: &Int32| {
+            log.lock().unwrap().push(m.data);
+            commands.halt_spinning();
+        })
+    };
+    let publisher = fixture_publisher(&node, &topic);
+    publish_to(&publisher, 1, 5);
+    std::thread::sleep(Duration::from_millis(200));
+    for spin in 1..=5 {
+        let errors = executor.spin(SpinOptions::default().timeout(PATIENCE));
+        assert!(errors.is_empty(), "spin {spin}: {errors:?}");
+        assert_eq!(*log.lock().unwrap(), (0..spin).collect::<Vec<_>>());
+    }
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
+    assert_eq!(*log.lock().unwrap(), (0..5).collect::<Vec<_>>());
+}
