@@ -16,8 +16,9 @@
 //
 // `--callback` is accepted and ignored (rclcpp has a single kind of subscription
 // callback). `--threads` sizes the pool of rclcpp_multi and rclcpp_events_cbg (default 2).
-// `--intra-process` turns on rclcpp's intra-process communication for the stream's node
-// (in one process the subscriptions then share each published message by shared_ptr).
+// `--intra-process` turns on rclcpp's intra-process communication for the node of the
+// stream, scaling and parallel workloads (in one process the subscriptions then share
+// each published message by shared_ptr).
 //
 // Workloads (one source file each, see workloads.hpp):
 //   stream    A BenchMessage stream on --topic with --subscriptions N subscriptions

@@ -219,6 +219,12 @@ uint64_t publish_one(rclcpp::Publisher<BenchMessage> & publisher, BenchMessage &
   return 1;
 }
 
+std::shared_ptr<rclcpp::Node> make_node(const Config & config)
+{
+  return std::make_shared<rclcpp::Node>(
+    config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(config.intra_process));
+}
+
 void stop_spinning(bench::SpinThread & spinning)
 {
   const std::string error = spinning.stop();

@@ -35,10 +35,8 @@ void burn(int64_t work_ns)
 int run_parallel(const Config & config)
 {
   auto executor = bench::make_executor(config.executor, config.threads);
-  auto node = std::make_shared<rclcpp::Node>(
-    config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(false));
-  Stats stats;
-  stats.latency = config.latency;
+  auto node = make_node(config);
+  Stats stats(config.latency);
   const int64_t work_ns = static_cast<int64_t>(config.work_us) * 1000;
   const std::vector<std::string> topics{config.topic + "_a", config.topic + "_b"};
   // Explicit groups even for M == 1 (the spec's "one MutuallyExclusive group").
@@ -58,15 +56,9 @@ int run_parallel(const Config & config)
 
   executor->add_node(node);
   bench::SpinThread spinning(*executor);
-  BenchMessage msg;
-  msg.payload.resize(config.payload, 0);
-  const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, 0.0};
-  const Published published = on_own_thread(
-    [&] {
-      return publish(
-        schedule, stats, [&](uint64_t seq) {
-          return publish_one(*publisher_a, msg, seq) + publish_one(*publisher_b, msg, seq);
-        });
+  const Published published = publish_stream(
+    config, stats, [&](BenchMessage & msg, uint64_t seq) {
+      return publish_one(*publisher_a, msg, seq) + publish_one(*publisher_b, msg, seq);
     });
   settle(stats, published.total_sent);
   stop_spinning(spinning);

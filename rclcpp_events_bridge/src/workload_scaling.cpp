@@ -28,10 +28,8 @@ namespace workloads
 int run_scaling(const Config & config)
 {
   auto executor = bench::make_executor(config.executor, config.threads);
-  auto node = std::make_shared<rclcpp::Node>(
-    config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(false));
-  Stats stats;
-  stats.latency = config.latency;
+  auto node = make_node(config);
+  Stats stats(config.latency);
   std::vector<std::string> topics;
   topics.reserve(config.subscriptions);
   for (uint64_t i = 0; i < config.subscriptions; ++i) {
@@ -51,13 +49,9 @@ int run_scaling(const Config & config)
   const Window idle = idle_window(config);
 
   // Phase 2: one topic at the rate.
-  BenchMessage msg;
-  msg.payload.resize(config.payload, 0);
-  const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, 0.0};
-  const Published published = on_own_thread(
-    [&] {
-      return publish(
-        schedule, stats, [&](uint64_t seq) {return publish_one(*publisher, msg, seq);});
+  const Published published = publish_stream(
+    config, stats, [&](BenchMessage & msg, uint64_t seq) {
+      return publish_one(*publisher, msg, seq);
     });
   settle(stats, published.total_sent);
   stop_spinning(spinning);

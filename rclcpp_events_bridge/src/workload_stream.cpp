@@ -35,12 +35,6 @@ constexpr double kPublisherTailS = 0.5;
 /// How long a subscriber process waits for its first message.
 constexpr int64_t kFirstMessageTimeoutNs = 30LL * 1000000000LL;
 
-std::shared_ptr<rclcpp::Node> make_node(const Config & config)
-{
-  return std::make_shared<rclcpp::Node>(
-    config.node_name(), rclcpp::NodeOptions().use_intra_process_comms(config.intra_process));
-}
-
 /// The N subscriptions of the run, all on --topic, counting into `stats`.
 std::vector<rclcpp::Subscription<BenchMessage>::SharedPtr> fanout(
   rclcpp::Node & node, const Config & config, Stats & stats)
@@ -73,8 +67,7 @@ int run_both(const Config & config)
 {
   auto executor = bench::make_executor(config.executor, config.threads);
   auto node = make_node(config);
-  Stats stats;
-  stats.latency = config.latency;
+  Stats stats(config.latency);
   const auto subscriptions = fanout(*node, config, stats);
   auto publisher = node->create_publisher<BenchMessage>(config.topic, config.qos());
   wait_for_subscribers(config, *publisher);
@@ -82,13 +75,9 @@ int run_both(const Config & config)
   // The executor spins on its own thread, the publisher on another, as in the Rust node.
   executor->add_node(node);
   bench::SpinThread spinning(*executor);
-  BenchMessage msg;
-  msg.payload.resize(config.payload, 0);
-  const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, 0.0};
-  const Published published = on_own_thread(
-    [&] {
-      return publish(
-        schedule, stats, [&](uint64_t seq) {return publish_one(*publisher, msg, seq);});
+  const Published published = publish_stream(
+    config, stats, [&](BenchMessage & msg, uint64_t seq) {
+      return publish_one(*publisher, msg, seq);
     });
 
   // Let what is still queued arrive (reliable), then stop the executor.
@@ -114,7 +103,7 @@ int run_pub(const Config & config)
   auto publisher = node->create_publisher<BenchMessage>(config.topic, config.qos());
   wait_for_subscribers(config, *publisher);
 
-  Stats unused;
+  Stats unused(false);
   BenchMessage msg;
   msg.payload.resize(config.payload, 0);
   const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, kPublisherTailS};
@@ -192,8 +181,7 @@ int run_sub(const Config & config)
 {
   auto executor = bench::make_executor(config.executor, config.threads);
   auto node = make_node(config);
-  Stats stats;
-  stats.latency = config.latency;
+  Stats stats(config.latency);
   const auto subscriptions = fanout(*node, config, stats);
   executor->add_node(node);
   bench::SpinThread spinning(*executor);

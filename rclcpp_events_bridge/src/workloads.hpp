@@ -58,7 +58,7 @@ struct Config
   double window_s = 3.0;
   bool latency = false;
   uint64_t threads = 0;       // pool of rclcpp_multi / rclcpp_events_cbg (0: 2)
-  bool intra_process = false; // stream: rclcpp's intra-process communication
+  bool intra_process = false; // stream, scaling, parallel: rclcpp's intra-process comms
   uint64_t subscriptions = 1;
   uint64_t workers = 1;
   uint64_t work_us = 200;     // parallel: CPU time each callback burns
@@ -84,9 +84,12 @@ struct Stats
   std::atomic<uint64_t> received{0};
   std::atomic<bool> in_window{false};
   std::atomic<int64_t> first_arrival_ns{0};  // CLOCK_MONOTONIC of the first delivery
-  bool latency = false;
+  const bool latency;  // record latencies inside the window
   std::mutex mutex;
   bench::Latencies latencies;
+
+  explicit Stats(bool record_latency)
+  : latency(record_latency) {}
 
   uint64_t count() const {return received.load(std::memory_order_relaxed);}
 
@@ -273,6 +276,22 @@ void settle(const Stats & stats, uint64_t expected);
 
 /// One publisher step: number and time-stamp `msg`, then publish it. Returns 1 (sent).
 uint64_t publish_one(rclcpp::Publisher<BenchMessage> & publisher, BenchMessage & msg, uint64_t seq);
+
+/// A stream's publisher thread: one message of `config.payload` bytes, handed to
+/// `step(msg, seq)` (which publishes and returns how many it sent) on `config`'s schedule
+/// with no tail, on a thread of its own.
+template<typename Step>
+Published publish_stream(const Config & config, Stats & stats, Step && step)
+{
+  BenchMessage msg;
+  msg.payload.resize(config.payload, 0);
+  const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, 0.0};
+  return on_own_thread(
+    [&] {return publish(schedule, stats, [&](uint64_t seq) {return step(msg, seq);});});
+}
+
+/// The run's node, with rclcpp's intra-process communication as `config` asks.
+std::shared_ptr<rclcpp::Node> make_node(const Config & config);
 
 /// Stop the executor's spin thread; a spin error is thrown.
 void stop_spinning(bench::SpinThread & spinning);

@@ -82,38 +82,18 @@ fn run(args: InteropArgs) -> Result<(), Box<dyn std::error::Error>> {
     let qos = || topic.as_str().keep_last(1000).reliable();
 
     match (role, kind) {
-        (Role::Talker, Kind::Std) => {
-            let publisher = node.create_publisher::<StringMsg>(qos())?;
-            talk(
-                count,
-                rate_hz,
-                timeout,
-                || publisher.get_subscription_count(),
-                |seq| {
-                    publisher.publish(StringMsg {
-                        data: format!("hello {seq}"),
-                    })
-                },
-            )
-        }
+        (Role::Talker, Kind::Std) => talk(&node, qos(), count, rate_hz, timeout, |seq| StringMsg {
+            data: format!("hello {seq}"),
+        }),
         (Role::Talker, Kind::Bench) => {
-            let publisher = node.create_publisher::<BenchMessage>(qos())?;
-            talk(
-                count,
-                rate_hz,
-                timeout,
-                || publisher.get_subscription_count(),
-                |seq| {
-                    publisher.publish(BenchMessage {
-                        header: BenchHeader {
-                            seq,
-                            send_time_ns: monotonic_ns(),
-                            publisher_id: std::process::id(),
-                        },
-                        payload: vec![seq as u8; 16],
-                    })
+            talk(&node, qos(), count, rate_hz, timeout, |seq| BenchMessage {
+                header: BenchHeader {
+                    seq,
+                    send_time_ns: monotonic_ns(),
+                    publisher_id: std::process::id(),
                 },
-            )
+                payload: vec![seq as u8; 16],
+            })
         }
         (Role::Listener, kind) => {
             // (received, first seq or text, last seq or text)
@@ -155,22 +135,25 @@ fn run(args: InteropArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-fn talk(
+/// Publish `count` messages `make(seq)` on `topic` at `rate_hz`, once a subscriber matched.
+fn talk<'a, T: MessageIDL>(
+    node: &Node,
+    topic: impl Into<PublisherOptions<'a>>,
     count: u64,
     rate_hz: f64,
     timeout: Duration,
-    matched: impl Fn() -> Result<usize, RclrsError>,
-    publish: impl Fn(u64) -> Result<(), RclrsError>,
+    make: impl Fn(u64) -> T,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let publisher = node.create_publisher::<T>(topic)?;
     let deadline = Instant::now() + timeout;
-    while matched()? == 0 {
+    while publisher.get_subscription_count()? == 0 {
         if Instant::now() > deadline {
             return Err("no subscriber matched before the timeout".into());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     for seq in 0..count {
-        publish(seq)?;
+        publisher.publish(make(seq))?;
         std::thread::sleep(Duration::from_secs_f64(1.0 / rate_hz));
     }
     // Reliable delivery of the tail before the publisher goes away.

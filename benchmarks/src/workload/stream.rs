@@ -15,7 +15,7 @@ use super::stats::Stats;
 use super::{Config, Report, Role};
 use crate::thread_cpu::ThreadCpu;
 use crate::{interrupt, monotonic_ns};
-use rclrs::{CreateBasicExecutor, Node};
+use rclrs::{CreateBasicExecutor, Executor, Node};
 use rclrs_tokio_executor::{CreateFanoutSubscription, FanoutCallback, FanoutSubscription};
 // The rmw-native message types: taken and published without a conversion copy, as
 // rclcpp takes and publishes its native types.
@@ -221,12 +221,8 @@ fn both(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         .num("cpu_process_pct", w.process_cpu_pct(), 1)
         .num("cpu_executor_pct", w.executor_cpu_pct(), 1)
         .opt("context_switches_per_msg", w.context_switches_per_msg(), 3)
-        .latencies(&stats.latencies())
         .introspection(executor_stats.as_ref());
-    let report = with_fanout_counts(report, &subscriptions);
-    drop(subscriptions);
-    drop(executor);
-    Ok(report)
+    Ok(finish(report, &stats, subscriptions, executor))
 }
 
 fn publisher(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
@@ -346,12 +342,23 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
             window.context_switches_per_msg(),
             3,
         )
-        .latencies(&stats.latencies())
         .introspection(executor_stats.as_ref());
+    Ok(finish(report, &stats, subscriptions, executor))
+}
+
+/// The end of a subscriber's report: the latencies and the fan-out's counts; then the
+/// subscriptions are dropped, before the executor they live on.
+fn finish(
+    report: Report,
+    stats: &Stats,
+    subscriptions: Vec<Box<dyn Any>>,
+    executor: Executor,
+) -> Report {
+    let report = report.latencies(&stats.latencies());
     let report = with_fanout_counts(report, &subscriptions);
     drop(subscriptions);
     drop(executor);
-    Ok(report)
+    report
 }
 
 /// At a paced rate, a window that received less than a tenth of what the rate
