@@ -40,7 +40,8 @@
 //!    thread, or inside `rcl_publish` for a publisher in the same process).
 //! 2. The callback adds 1 to the entity's pending count and, if the entity is not
 //!    already queued, sends it into its Worker's mailbox. Nothing else: no take, no
-//!    lock, no call back into rmw.
+//!    lock, no call back into rmw. Inside a publish on the same thread, the send waits
+//!    until the publish returns ([`mailbox`]'s `after_publish`).
 //! 3. The Worker task, when the spin gate is open, claims the pending count and
 //!    executes the subscription that many times (the primitive takes one message per
 //!    execution), stopping at the first `TAKE_FAILED`.

@@ -1,7 +1,8 @@
 //! The rclrs push-callback hook (patches/rclrs-0.8.0) on the real rmw, without any
 //! executor in between: registration reports the backlog, then each arrival; a paused
 //! registration reports nothing until resumed, then what was not taken; draining
-//! stops at TAKE_FAILED; dropping entities while messages arrive never calls freed
+//! stops at TAKE_FAILED; a publish in this process notifies inside itself and runs
+//! the work deferred to its end before it returns; dropping entities while messages arrive never calls freed
 //! memory (also run under valgrind by `teardown_is_clean_under_valgrind`).
 
 mod support;
@@ -201,6 +202,81 @@ fn a_paused_subscription_is_not_notified_and_resuming_reports_what_was_not_taken
     take(&mut waitable, 4);
     f.runtime.run_tasks();
     assert_eq!(*received.lock().unwrap(), (0..7).collect::<Vec<_>>());
+}
+
+/// The order of events in `a_publish_in_this_process_notifies_inside_it_and_runs_deferred_work_before_returning`.
+static PUBLISH_ORDER: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+fn note_deferred_work() {
+    PUBLISH_ORDER
+        .lock()
+        .unwrap()
+        .push(if rclrs::is_publishing() {
+            "deferred work ran inside the publish"
+        } else {
+            "deferred work ran"
+        });
+}
+
+/// Patch 0016: a publisher in this process delivers inside `publish()`, on the
+/// publishing thread, so the push callback runs inside the publish; work it defers with
+/// `after_publish` runs once the publish is over, before `publish()` returns. Outside a
+/// publish (the backlog reported at registration) nothing is deferred.
+#[test]
+fn a_publish_in_this_process_notifies_inside_it_and_runs_deferred_work_before_returning() {
+    let f = fixture("hook_publish_scope");
+    let stream = f.stream("hook_publish_scope_topic", 100);
+    let publisher = stream.publisher;
+    publisher.publish(Int32 { data: 0 }).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+
+    let publishing_thread = std::thread::current().id();
+    let callback: OnReadyCallback = Arc::new(move |_: ReadyKind, _: usize| {
+        let mut order = PUBLISH_ORDER.lock().unwrap();
+        order.push(
+            match (
+                std::thread::current().id() == publishing_thread,
+                rclrs::is_publishing(),
+            ) {
+                (true, true) => "notified inside the publish",
+                (true, false) => "notified outside a publish",
+                (false, _) => "notified on another thread",
+            },
+        );
+        drop(order);
+        rclrs::after_publish(note_deferred_work);
+        PUBLISH_ORDER.lock().unwrap().push("callback returned");
+    });
+    let _handle = stream
+        .waitable
+        .primitive()
+        .register_on_ready(callback)
+        .unwrap()
+        .expect("subscriptions have a push path");
+    assert_eq!(
+        *PUBLISH_ORDER.lock().unwrap(),
+        [
+            "notified outside a publish",
+            "deferred work ran",
+            "callback returned"
+        ],
+        "the backlog is reported from the registration, outside any publish"
+    );
+
+    PUBLISH_ORDER.lock().unwrap().clear();
+    assert!(!rclrs::is_publishing());
+    publisher.publish(Int32 { data: 1 }).unwrap();
+    PUBLISH_ORDER.lock().unwrap().push("publish returned");
+    assert_eq!(
+        *PUBLISH_ORDER.lock().unwrap(),
+        [
+            "notified inside the publish",
+            "callback returned",
+            "deferred work ran",
+            "publish returned"
+        ],
+        "work deferred inside a publish runs when it is over, before publish() returns"
+    );
 }
 
 #[test]

@@ -3,13 +3,17 @@
 //! Push callbacks send into it from middleware threads, so sending is lock-free and
 //! never blocks (a tokio unbounded channel). It stays bounded in practice because an
 //! entity is in it at most once (see `entity.rs`); payload tasks are the only items
-//! that are not coalesced, exactly as many as the user sends.
+//! that are not coalesced, exactly as many as the user sends. A push callback that runs
+//! inside a publish on the same thread sends when the publish returns
+//! ([`after_publish`]).
 //!
 //! Each mailbox counts the items sent into it and the items its Worker has finished
 //! with (ran them, deferred them to a later pass, or dropped them at teardown), in the
 //! Worker's [`WorkerCounters`]: `spin()` reads them to tell which work was already
 //! waiting when it started, which a zero or short timeout must still process, and
 //! users read them as the Worker's backlog.
+
+mod after_publish;
 
 use crate::runtime::entity::{Entity, EntityQueue};
 use crate::stats::worker_counters::WorkerCounters;
@@ -106,7 +110,7 @@ pub(crate) fn mailbox(counters: &Arc<WorkerCounters>) -> (MailboxSender, Mailbox
 
 impl EntityQueue for MailboxSender {
     fn enqueue(&self, entity: Arc<Entity>) {
-        self.send(MailItem::Entity(entity));
+        after_publish::send_entity(self, entity);
     }
 
     fn tracing(&self) -> bool {
