@@ -34,22 +34,38 @@ pub(crate) fn send_entity(mailbox: &MailboxSender, entity: Arc<Entity>) {
         mailbox.send(MailItem::Entity(entity));
         return;
     }
-    let first = HELD.with(|held| {
+    let mut entity = Some(entity);
+    let first = HELD.try_with(|held| {
         let mut held = held.borrow_mut();
-        held.push((mailbox.clone(), entity));
+        held.extend(entity.take().map(|entity| (mailbox.clone(), entity)));
         held.len() == 1
     });
-    if first {
-        rclrs::after_publish(send_held);
+    match first {
+        Ok(true) => rclrs::after_publish(send_held),
+        Ok(false) => {}
+        // While the thread's locals are being destroyed there is no list: send at once.
+        Err(_) => {
+            if let Some(entity) = entity {
+                mailbox.send(MailItem::Entity(entity));
+            }
+        }
     }
 }
 
-/// The publish returned: send what it held, in the order it was notified.
+/// The publish returned: send what it held, in the order it was notified. The list is
+/// taken out while sending (and its allocation put back after), so nothing a send does
+/// can find it borrowed.
 fn send_held() {
-    HELD.with(|held| {
-        // Sending only queues and wakes: it runs no callback that could come back here.
-        for (mailbox, entity) in held.borrow_mut().drain(..) {
-            mailbox.send(MailItem::Entity(entity));
+    let Ok(mut held) = HELD.try_with(|held| std::mem::take(&mut *held.borrow_mut())) else {
+        return;
+    };
+    for (mailbox, entity) in held.drain(..) {
+        mailbox.send(MailItem::Entity(entity));
+    }
+    let _ = HELD.try_with(|list| {
+        let mut list = list.borrow_mut();
+        if list.is_empty() {
+            *list = held;
         }
     });
 }
