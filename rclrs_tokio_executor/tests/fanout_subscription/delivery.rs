@@ -175,12 +175,7 @@ pub(crate) fn a_fanout_taken_on_a_worker_calls_its_callbacks_there_and_queues_th
     make: MakeExecutor,
 ) {
     const MESSAGES: i32 = 300;
-    let context = Context::default_from_env().unwrap();
-    let mut executor = make(&context);
-    let node = executor
-        .create_node(unique("fanout_on_worker").as_str())
-        .unwrap();
-    let topic = unique("fanout_on_worker_topic");
+    let (mut executor, node, topic) = executor_with_node(make, "fanout_on_worker");
     let workers: Vec<Worker<Vec<i32>>> = (0..2).map(|_| node.create_worker(Vec::new())).collect();
     let fanout = workers[0]
         .create_fanout_subscription::<Int32>(topic.as_str().keep_last(1000).reliable())

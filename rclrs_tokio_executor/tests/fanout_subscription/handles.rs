@@ -143,12 +143,7 @@ pub(crate) fn callbacks_added_and_dropped_from_another_thread_under_a_stream(mak
 /// On the taking Worker, a callback that drops its own handle, the last one of its
 /// fan-out, from inside the take, drops the rcl subscription it is being called from.
 pub(crate) fn the_last_callback_dropped_inside_the_take_drops_a_worker_fanout(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
-    let mut executor = make(&context);
-    let node = executor
-        .create_node(unique("fanout_on_worker_drop").as_str())
-        .unwrap();
-    let topic = unique("fanout_on_worker_drop_topic");
+    let (mut executor, node, topic) = executor_with_node(make, "fanout_on_worker_drop");
     let workers: Vec<Worker<()>> = (0..2).map(|_| node.create_worker(())).collect();
     let fanout = workers[0]
         .create_fanout_subscription::<Int32>(topic.as_str().keep_last(1000).reliable())
@@ -220,11 +215,7 @@ pub(crate) fn the_last_callback_dropped_inside_the_take_drops_a_worker_fanout(ma
 /// A topic rcl rejects is a typed error from either way of creating a fan-out, and
 /// leaves nothing behind: a valid fan-out made next on the same Worker works.
 pub(crate) fn an_invalid_topic_is_an_error_on_a_node_and_on_a_worker(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
-    let mut executor = make(&context);
-    let node = executor
-        .create_node(unique("fanout_invalid").as_str())
-        .unwrap();
+    let (mut executor, node, _) = executor_with_node(make, "fanout_invalid");
     let worker = node.create_worker(0_u32);
     for result in [
         node.create_fanout_subscription::<Int32>("not a valid topic!"),

@@ -26,6 +26,14 @@ use support::{publish_to, run_to_end, spin_until, unique, PATIENCE};
 
 type MakeExecutor = fn(&Context) -> Executor;
 
+/// A fresh executor with a node named after `name`, and a topic name of its own.
+fn executor_with_node(make: MakeExecutor, name: &str) -> (Executor, Node, String) {
+    let context = Context::default_from_env().unwrap();
+    let executor = make(&context);
+    let node = executor.create_node(unique(name).as_str()).unwrap();
+    (executor, node, unique(&format!("{name}_topic")))
+}
+
 /// A fresh executor with a node, and a fan-out subscription of `Int32` on a topic of its
 /// own (reliable, keep last `depth`): the executor, the node, the topic and the fan-out.
 fn fixture(
@@ -33,10 +41,7 @@ fn fixture(
     name: &str,
     depth: u32,
 ) -> (Executor, Node, String, FanoutSubscription<Int32>) {
-    let context = Context::default_from_env().unwrap();
-    let executor = make(&context);
-    let node = executor.create_node(unique(name).as_str()).unwrap();
-    let topic = unique(&format!("{name}_topic"));
+    let (executor, node, topic) = executor_with_node(make, name);
     let fanout = node
         .create_fanout_subscription::<Int32>(topic.as_str().keep_last(depth).reliable())
         .unwrap();

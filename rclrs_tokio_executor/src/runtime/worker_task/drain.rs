@@ -4,12 +4,11 @@
 //! parts in order, each with its own `ReadyKind`, until the entity's budget is spent:
 //! [`ENTITY_BUDGET`] callbacks, or what is left of the thread's turn (in callbacks, and
 //! in time where other Workers share the thread), or one callback in a single pass; or
-//! until the spin gate stops admitting callbacks (the spin's end, or a halt or a resolved
-//! promise from inside a callback). A part
-//! stops at the first take that finds rmw's queue empty,
-//! since the count is arrivals and rmw may have dropped some (QoS depth); what the
-//! budget did not reach goes back to the entity, queued again or, in a single pass,
-//! deferred to the next one.
+//! until the spin gate stops admitting callbacks (the spin's end, or a halt or a
+//! resolved promise from inside a callback). A part stops at the first take that finds
+//! rmw's queue empty, since the count is arrivals and rmw may have dropped some (QoS
+//! depth); what the budget did not reach goes back to the entity, queued again or, in a
+//! single pass, deferred to the next one.
 //!
 //! A drain that claims [`PAUSE_AT`] or more arrivals of a subscription pauses its
 //! notifications and takes until rmw's queue is empty or the budget is spent, then
