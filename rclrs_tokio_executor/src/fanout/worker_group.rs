@@ -72,8 +72,8 @@ pub(crate) struct TapCounts {
 /// which cost more than the copy itself. So the last Worker to be done with a message
 /// hands it back, and the hub frees it between two takes, where the next take can reuse
 /// the space. This makes trimming rarer, not impossible: the allocation pattern of
-/// queues of large messages still lands in it on some runs (README, "Take once, deliver
-/// to many").
+/// queues of large messages still lands in it on some runs
+/// (`benchmarks/results/FINDINGS.md`, "Take once, deliver to many").
 pub(crate) struct RetiredMessages<T> {
     waiting: AtomicBool,
     list: Mutex<Vec<T>>,

@@ -6,8 +6,8 @@
 //! Workers start spread over the pool threads (fewest Workers first). That is right for
 //! Workers that keep a thread busy and wrong for light ones: a thread busy a fifth of
 //! the time parks after nearly every message and is woken again for the next, and on a
-//! VM a wake-up can cost more CPU than the take and callback it hands over (README,
-//! "Where the two-core gaps come from"). One thread serving every light Worker is woken
+//! VM a wake-up can cost more CPU than the take and callback it hands over
+//! (`benchmarks/results/FINDINGS.md`, "Where the two-core gaps come from"). One thread serving every light Worker is woken
 //! once per burst instead of once per Worker.
 //!
 //! # Protocol
