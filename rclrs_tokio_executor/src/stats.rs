@@ -80,8 +80,9 @@ pub struct WorkerStats {
     pub panics: u64,
     /// Time spent running callbacks, takes included.
     pub busy: Duration,
-    /// Times the Worker watched its mailbox briefly under a sustained stream instead
-    /// of parking (see the README's "How it works").
+    /// Times the Worker waited on its mailbox instead of parking: a short sleep after
+    /// finding a backlog, or a watch under a sustained stream with
+    /// [`TokioExecutorOptions::linger`](crate::TokioExecutorOptions::linger).
     pub lingers: u64,
     /// `Some` for a Worker on a dedicated thread
     /// ([`TokioExecutorOptions::dedicated_workers`](crate::TokioExecutorOptions::dedicated_workers)),

@@ -223,3 +223,71 @@ fn stage_tracing_records_each_stage_only_while_on() {
     let after = worker_of(&stats, &topic).stages.unwrap();
     assert_eq!(count(&after.take), 100, "nothing recorded while off");
 }
+
+/// A Worker that finds a backlog sleeps briefly instead of parking (counted as a
+/// linger), so an outrun stream is taken in batches without a wake-up per message; one
+/// that keeps up parks after every message and never naps. Either way every message
+/// arrives, in order.
+#[test]
+fn a_worker_naps_after_a_backlog_and_not_while_it_keeps_up() {
+    let (mut executor, stats) = executor_with_stats();
+    let node = executor.create_node(unique("napping").as_str()).unwrap();
+    let worker = node.create_worker::<i32>(-1);
+    let topic = unique("napping_topic");
+    let heard = Arc::new(AtomicUsize::new(0));
+    let out_of_order = Arc::new(AtomicUsize::new(0));
+    let (counter, disorder) = (Arc::clone(&heard), Arc::clone(&out_of_order));
+    let qos = || topic.as_str().keep_last(5000).reliable();
+    let _subscription = worker
+        .create_subscription(qos(), move |last: &mut i32, m: Int32| {
+            if m.data != *last + 1 {
+                disorder.fetch_add(1, Ordering::SeqCst);
+            }
+            *last = m.data;
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let publisher = node.create_publisher::<Int32>(qos()).unwrap();
+    wait_matched(&publisher, 1);
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+    let lingers = || worker_of(&stats, &topic).lingers;
+
+    // Keeping up: one message every 5 ms, each taken alone.
+    let steady = 30;
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for data in 0..steady {
+                publisher.publish(Int32 { data }).unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        spin_until(&mut executor, || {
+            heard.load(Ordering::SeqCst) == steady as usize
+        });
+    });
+    let kept_up = lingers();
+    // A wake-up delayed past the next message (a loaded machine) may find two.
+    assert!(
+        kept_up <= 3,
+        "napped {kept_up} times at one message per 5 ms"
+    );
+
+    // Outrun: a burst published as fast as it goes while the executor spins.
+    let burst = 3000;
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for data in steady..steady + burst {
+                publisher.publish(Int32 { data }).unwrap();
+            }
+        });
+        spin_until(&mut executor, || {
+            heard.load(Ordering::SeqCst) == (steady + burst) as usize
+        });
+    });
+    assert!(
+        lingers() > kept_up,
+        "never napped under a burst: {:?}",
+        worker_of(&stats, &topic)
+    );
+    assert_eq!(out_of_order.load(Ordering::SeqCst), 0);
+}

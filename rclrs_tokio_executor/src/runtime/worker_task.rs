@@ -25,7 +25,8 @@
 //!
 //! Submodules: [`registration`] (how a new Waitable is taken in), [`drain`] (how an
 //! entity's arrivals are executed), [`activity`] (the listeners told after every
-//! callback), [`linger`] (the brief watch of the mailbox under a sustained stream) and
+//! callback), [`linger`] (the nap after a backlog, and the brief watch of the mailbox
+//! under a sustained stream) and
 //! [`stage_trace`] (timestamps of a drain while stage tracing is on).
 
 mod activity;
@@ -261,7 +262,7 @@ impl WorkerTask {
             }
             if budget_used {
                 tokio::task::yield_now().await;
-            } else if streaming {
+            } else if !self.maybe_nap().await && streaming {
                 self.maybe_linger();
             }
             self.linger.went_idle();

@@ -12,7 +12,8 @@
 //!
 //! A drain that claims [`PAUSE_AT`] or more arrivals of a subscription pauses its
 //! notifications and takes until rmw's queue is empty or the budget is spent, then
-//! resumes them ("Pausing" in `entity.rs`).
+//! resumes them ("Pausing" in `entity.rs`); the Worker then naps before it parks (see
+//! `linger`).
 //!
 //! Before every execution the drain checks that the user still holds the entity; once
 //! its last handle is gone (even from inside one of its own callbacks) nothing more of
@@ -74,8 +75,11 @@ impl WorkerTask {
         let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
         let subscription = entity.kind == RclPrimitiveKind::Subscription;
         let sweep = subscription && entity.take_sweep();
-        let mut paused =
-            !single_pass && subscription && left[0] >= PAUSE_AT && entity.set_paused(true);
+        let backlog = !single_pass && subscription && left[0] >= PAUSE_AT;
+        if backlog {
+            self.linger.saw_backlog();
+        }
+        let mut paused = backlog && entity.set_paused(true);
         let to_empty = paused || sweep;
         for (part, &ready) in entity.parts().iter().enumerate() {
             if left[part] == 0 || budget == 0 {

@@ -1,5 +1,29 @@
-//! Lingering: a Worker under a sustained stream watches its mailbox briefly before it
-//! parks its thread. Off by default; `TokioExecutorOptions::linger` turns it on.
+//! Waiting on the mailbox before parking: a nap after a backlog (on by default), and
+//! lingering under a sustained stream (off by default; `TokioExecutorOptions::linger`).
+//!
+//! # Napping after a backlog
+//!
+//! A Worker that parks with an empty mailbox must be woken for the next item, and the
+//! wake-up is paid by the thread that sends it: the publishing thread in one process
+//! (rmw delivers inside `publish()`), the middleware's receive thread across processes.
+//! While a stream outruns the Worker those wake-ups are what the producer spends its
+//! time on, besides the message itself (on two cores a parked thread is woken about
+//! once per five messages of an unthrottled stream).
+//!
+//! So when a drain found a backlog (a subscription with `PAUSE_AT` or more arrivals
+//! waiting, see `drain`), the Worker sleeps for [`NAP`] instead of parking, then looks
+//! at its mailbox: whatever arrived meanwhile was queued without waking anybody, and
+//! runs as one batch. It naps again after every batch that found a backlog, and parks
+//! as before after one that did not, or when the nap caught nothing. A Worker that
+//! keeps up (one arrival per wake-up, as at 1 or 10 kHz) never naps.
+//!
+//! The nap sleeps its thread: other Workers placed on the same pool thread run first
+//! (the Worker yields before it naps), and one woken during the nap waits for its end.
+//! Naps happen on the executor's own pool threads and dedicated threads only, never on
+//! a runtime passed in as `runtime_handle`, and not when `linger` asks for a spin
+//! instead.
+//!
+//! # Lingering
 //!
 //! When work arrives less than the linger time after the Worker last went idle (a
 //! sustained stream), the Worker watches its mailbox for up to that long before parking:
@@ -30,6 +54,10 @@ use std::time::{Duration, Instant};
 const LINGER_MISSES: u32 = 2;
 const LINGER_PROBE: u32 = 64;
 
+/// How long a Worker that found a backlog sleeps before it looks at its mailbox again
+/// (the kernel's timer slack adds up to 50 µs for a thread at normal priority).
+const NAP: Duration = Duration::from_micros(20);
+
 /// How a linger ended.
 enum Linger {
     /// A new item arrived: it is in the stash.
@@ -50,6 +78,8 @@ pub(super) struct LingerState {
     /// Lingers in a row that caught nothing, and wake-ups since lingering paused.
     misses: u32,
     wakeups_without: u32,
+    /// The last batch found a backlog: nap before parking.
+    backlog: bool,
 }
 
 impl LingerState {
@@ -59,6 +89,7 @@ impl LingerState {
             idle_since: None,
             misses: 0,
             wakeups_without: 0,
+            backlog: false,
         }
     }
 
@@ -69,6 +100,17 @@ impl LingerState {
             && self
                 .idle_since
                 .is_some_and(|idle| idle.elapsed() < self.linger)
+    }
+
+    /// A drain found a subscription with a backlog.
+    pub(super) fn saw_backlog(&mut self) {
+        self.backlog = true;
+    }
+
+    /// Whether to nap now (the batch just run found a backlog, and no linger is asked
+    /// for); resets the mark either way.
+    fn take_nap(&mut self) -> bool {
+        std::mem::take(&mut self.backlog) && self.linger.is_zero()
     }
 
     pub(super) fn went_idle(&mut self) {
@@ -92,6 +134,25 @@ impl LingerState {
 }
 
 impl WorkerTask {
+    /// After a batch that found a backlog, on the executor's own threads: let the
+    /// thread's other ready tasks run, sleep for [`NAP`], then take what arrived into
+    /// the stash. True if it napped.
+    pub(super) async fn maybe_nap(&mut self) -> bool {
+        if !self.linger.take_nap() || self.stash.is_some() {
+            return false;
+        }
+        let own_thread =
+            self.home.is_some() || dedicated_thread::runs_for(Arc::as_ptr(&self.shared));
+        if !own_thread {
+            return false;
+        }
+        tokio::task::yield_now().await;
+        self.counters.lingered();
+        std::thread::sleep(NAP);
+        self.stash = self.mailbox.try_recv();
+        true
+    }
+
     /// Linger if it has paid lately and a core is free for it (see
     /// `ExecutorShared::max_lingering`).
     pub(super) fn maybe_linger(&mut self) {
