@@ -12,8 +12,8 @@
 //!
 //! A drain that claims [`PAUSE_AT`] or more arrivals of a subscription pauses its
 //! notifications and takes until rmw's queue is empty or the budget is spent, then
-//! resumes them ("Pausing" in `entity.rs`); the Worker then naps before it parks (see
-//! `linger`).
+//! resumes them ("Pausing" in `entity.rs`). One that claims [`NAP_AT`] or more makes
+//! the Worker nap before it parks (see `linger`).
 //!
 //! Before every execution the drain checks that the user still holds the entity; once
 //! its last handle is gone (even from inside one of its own callbacks) nothing more of
@@ -38,6 +38,12 @@ const ENTITY_BUDGET: usize = 256;
 /// arrival per drain, as at 1 or 10 kHz) is never paused, since pausing and resuming
 /// cost more than the one notification they save.
 const PAUSE_AT: usize = 2;
+
+/// How many claimed arrivals of a subscription make the Worker nap before it parks (see
+/// `linger`). Four: at 10 kHz a Worker woken late sometimes finds two, and a nap there
+/// costs more than the wake-up it saves; a stream that outruns the Worker leaves
+/// several at every drain.
+const NAP_AT: usize = 4;
 
 impl WorkerTask {
     /// Execute an entity once per claimed arrival (once in a single pass), stopping when
@@ -75,11 +81,11 @@ impl WorkerTask {
         let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
         let subscription = entity.kind == RclPrimitiveKind::Subscription;
         let sweep = subscription && entity.take_sweep();
-        let backlog = !single_pass && subscription && left[0] >= PAUSE_AT;
-        if backlog {
+        if !single_pass && subscription && left[0] >= NAP_AT {
             self.linger.saw_backlog();
         }
-        let mut paused = backlog && entity.set_paused(true);
+        let mut paused =
+            !single_pass && subscription && left[0] >= PAUSE_AT && entity.set_paused(true);
         let to_empty = paused || sweep;
         for (part, &ready) in entity.parts().iter().enumerate() {
             if left[part] == 0 || budget == 0 {

@@ -10,7 +10,7 @@
 //! time on, besides the message itself (on two cores a parked thread is woken about
 //! once per five messages of an unthrottled stream).
 //!
-//! So when a drain found a backlog (a subscription with `PAUSE_AT` or more arrivals
+//! So when a drain found a backlog (a subscription with `NAP_AT` or more arrivals
 //! waiting, see `drain`), the Worker sleeps for [`NAP`] instead of parking, then looks
 //! at its mailbox: whatever arrived meanwhile was queued without waking anybody, and
 //! runs as one batch. It naps again after every batch that found a backlog, and parks
