@@ -7,8 +7,8 @@
 //! Workers that keep a thread busy and wrong for light ones: a thread busy a fifth of
 //! the time parks after nearly every message and is woken again for the next, and on a
 //! VM a wake-up can cost more CPU than the take and callback it hands over
-//! (`benchmarks/results/FINDINGS.md`, "Where the two-core gaps come from"). One thread serving every light Worker is woken
-//! once per burst instead of once per Worker.
+//! (`benchmarks/results/FINDINGS.md`, "Where the two-core gaps come from"). One thread
+//! serving every light Worker is woken once per burst instead of once per Worker.
 //!
 //! # Protocol
 //!

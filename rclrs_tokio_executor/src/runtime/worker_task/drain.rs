@@ -81,11 +81,16 @@ impl WorkerTask {
         let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
         let subscription = entity.kind == RclPrimitiveKind::Subscription;
         let sweep = subscription && entity.take_sweep();
-        if !single_pass && subscription && left[0] >= NAP_AT {
+        // A subscription's claimed arrivals, outside a single pass: its backlog.
+        let backlog = if !single_pass && subscription {
+            left[0]
+        } else {
+            0
+        };
+        if backlog >= NAP_AT {
             self.linger.saw_backlog();
         }
-        let mut paused =
-            !single_pass && subscription && left[0] >= PAUSE_AT && entity.set_paused(true);
+        let mut paused = backlog >= PAUSE_AT && entity.set_paused(true);
         let to_empty = paused || sweep;
         for (part, &ready) in entity.parts().iter().enumerate() {
             if left[part] == 0 || budget == 0 {
