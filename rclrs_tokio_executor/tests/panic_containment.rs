@@ -16,7 +16,7 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::Duration;
-use support::{unique, wait_matched};
+use support::{echo_service, unique, wait_matched};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -213,14 +213,7 @@ fn a_client_keeps_working_after_its_response_callback_panicked() {
     let node = executor
         .create_node(unique("panic_client").as_str())
         .unwrap();
-    let name = unique("panic_client_srv");
-    let _service = node
-        .create_service::<SetBool, _>(name.as_str(), |request: SetBool_Request| SetBool_Response {
-            success: request.data,
-            message: String::new(),
-        })
-        .unwrap();
-    let client = node.create_client::<SetBool>(name.as_str()).unwrap();
+    let (_service, client) = echo_service(&node, &unique("panic_client_srv"));
     let ready = client.notify_on_service_ready();
     spin_until(&mut executor, ready);
     let panicked = client

@@ -10,12 +10,12 @@ mod support;
 use rclrs::*;
 use rclrs_tokio_executor::CreateTokioExecutor;
 use ros_env::std_msgs::msg::Int32;
-use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
+use ros_env::std_srvs::srv::{SetBool_Request, SetBool_Response};
 use ros_env::test_msgs::action::{Fibonacci, Fibonacci_Goal, Fibonacci_Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{run_to_end, thread_names, unique, wait_matched};
+use support::{echo_service, run_to_end, thread_names, unique, wait_matched};
 
 fn fallback_threads() -> usize {
     thread_names()
@@ -54,18 +54,7 @@ fn an_ordinary_node_runs_no_rcl_wait_thread() {
     let _timer = node
         .create_timer_repeating(Duration::from_millis(10), on_tick)
         .unwrap();
-    let service_name = unique("inventory_service");
-    let _service = node
-        .create_service::<SetBool, _>(service_name.as_str(), |request: SetBool_Request| {
-            SetBool_Response {
-                success: request.data,
-                message: String::new(),
-            }
-        })
-        .unwrap();
-    let client = node
-        .create_client::<SetBool>(service_name.as_str())
-        .unwrap();
+    let (_service, client) = echo_service(&node, &unique("inventory_service"));
     let action_name = unique("inventory_action");
     let _action_server = node
         .create_action_server::<Fibonacci, _>(

@@ -255,6 +255,11 @@ impl Entity {
         self.notified_ns.swap(0, Ordering::Relaxed)
     }
 
+    /// Whether the entity is queued again (a notification since its drain began).
+    pub(crate) fn is_queued(&self) -> bool {
+        self.arrivals.is_queued()
+    }
+
     /// Begin a drain: allow re-queueing, then claim every arrival counted so far.
     pub(crate) fn claim(&self) -> Claims {
         self.arrivals.claim(self.parts.len())

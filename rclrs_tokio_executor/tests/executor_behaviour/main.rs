@@ -181,6 +181,10 @@ macro_rules! suite {
                 super::timers_fire_only_while_spinning(MAKE)
             }
             #[test]
+            fn calls_from_a_burst_of_callbacks_are_all_answered() {
+                super::calls_from_a_burst_of_callbacks_are_all_answered(MAKE)
+            }
+            #[test]
             fn two_workers_run_blocking_callbacks_in_parallel() {
                 super::two_workers_run_blocking_callbacks_in_parallel(MAKE)
             }

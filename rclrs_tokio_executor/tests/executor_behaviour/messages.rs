@@ -55,6 +55,62 @@ pub(crate) fn services_and_clients_answer_requests(make: MakeExecutor) {
     }
 }
 
+/// A burst of messages whose async callbacks each call a service of the same node: every
+/// call is answered. The service keeps rmw's default 10 requests, so the executor must
+/// take requests while the burst's callbacks still run, as the basic executor does (one
+/// take per ready entity per wait), not only after the last one: the Tokio executor
+/// once ran the whole burst first, and half the calls were never answered.
+pub(crate) fn calls_from_a_burst_of_callbacks_are_all_answered(make: MakeExecutor) {
+    const BURST: i32 = 20;
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("burst_calls").as_str())
+        .unwrap();
+    let (_service, client) = support::echo_service(&node, &unique("burst_calls_service"));
+    spin_until(&mut executor, client.notify_on_service_ready());
+    let topic = unique("burst_calls_topic");
+    let answered = Arc::new(Mutex::new(Vec::new()));
+    let (countdown, done) = Countdown::new(BURST as usize);
+    let _sub = {
+        let answered = Arc::clone(&answered);
+        node.create_async_subscription(
+            topic.as_str().keep_last(1000).reliable(),
+            move |m: Int32| {
+                let call = client.call(SetBool_Request {
+                    data: m.data % 2 == 0,
+                });
+                let (answered, countdown) = (Arc::clone(&answered), Arc::clone(&countdown));
+                async move {
+                    let response: SetBool_Response = call.unwrap().await.unwrap();
+                    answered.lock().unwrap().push((m.data, response.success));
+                    countdown.tick();
+                }
+            },
+        )
+        .unwrap()
+    };
+    // The burst waits in rmw until the spin below: its callbacks run back to back.
+    let publisher = matched_publisher(&node, &topic);
+    for data in 0..BURST {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    let _ = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(done)
+            .timeout(Duration::from_secs(5)),
+    );
+    let mut answered = answered.lock().unwrap().clone();
+    answered.sort_unstable();
+    assert_eq!(
+        answered,
+        (0..BURST)
+            .map(|data| (data, data % 2 == 0))
+            .collect::<Vec<_>>(),
+        "calls answered within 5 s"
+    );
+}
+
 /// A node's parameter services (what `ros2 param get` and `set` call) answer while the
 /// executor spins: a declared parameter is read remotely, and a remote set reaches the
 /// node's own handle.

@@ -3,9 +3,12 @@
 
 pub mod ffi;
 
-use rclrs::{Context, Executor, Publisher, RclReturnCode, RclrsError, SpinOptions};
+use rclrs::{
+    Client, Context, Executor, Node, Publisher, RclReturnCode, RclrsError, Service, SpinOptions,
+};
 use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
 use ros_env::std_msgs::msg::Int32;
+use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{atomic::AtomicBool, Arc};
@@ -20,6 +23,18 @@ pub fn unique(name: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// A `SetBool` service named `name` on `node` that answers `success: data`, and a client
+/// of it (not yet known to be ready).
+pub fn echo_service(node: &Node, name: &str) -> (Service<SetBool>, Client<SetBool>) {
+    let service = node
+        .create_service::<SetBool, _>(name, |request: SetBool_Request| SetBool_Response {
+            success: request.data,
+            message: String::new(),
+        })
+        .unwrap();
+    (service, node.create_client::<SetBool>(name).unwrap())
 }
 
 /// Wait (at most 20 s) until `publisher` matched `subscriptions` subscriptions.

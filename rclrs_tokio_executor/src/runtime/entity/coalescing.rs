@@ -57,6 +57,11 @@ impl Arrivals {
         !self.queued.swap(true, Ordering::AcqRel)
     }
 
+    /// Whether the entity is queued (in its mailbox, or about to be sent there).
+    pub(crate) fn is_queued(&self) -> bool {
+        self.queued.load(Ordering::Acquire)
+    }
+
     /// Begin a drain of an entity taken from the mailbox: allow re-queueing, then claim
     /// every arrival counted so far of the first `parts` parts.
     pub(crate) fn claim(&self, parts: usize) -> Claims {

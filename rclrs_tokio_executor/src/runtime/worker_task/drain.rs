@@ -2,18 +2,30 @@
 //!
 //! The drain claims every part's arrivals at once (see `entity.rs`), then executes the
 //! parts in order, each with its own `ReadyKind`, until the entity's budget is spent:
-//! [`ENTITY_BUDGET`] callbacks, or what is left of the thread's turn (in callbacks, and
-//! in time where other Workers share the thread), or one callback in a single pass; or
-//! until the spin gate stops admitting callbacks (the spin's end, or a halt or a
-//! resolved promise from inside a callback). A part stops at the first take that finds
-//! rmw's queue empty, since the count is arrivals and rmw may have dropped some (QoS
-//! depth); what the budget did not reach goes back to the entity, queued again or, in a
-//! single pass, deferred to the next one.
+//! [`ENTITY_BUDGET`] callbacks, [`FAIR_SHARE`] once other items wait, or what is left
+//! of the thread's turn (in callbacks, and in time where other Workers share the
+//! thread), or one callback in a single pass; or until the spin gate stops admitting
+//! callbacks (the spin's end, or a halt or a resolved promise from inside a callback).
+//! A part stops at the first take that finds rmw's queue empty, since the count is
+//! arrivals and rmw may have dropped some (QoS depth); what the budget did not reach
+//! goes back to the entity, queued again or, in a single pass, deferred to the next
+//! one.
 //!
 //! A drain that claims [`PAUSE_AT`] or more arrivals of a subscription pauses its
 //! notifications and takes until rmw's queue is empty or the budget is spent, then
 //! resumes them ("Pausing" in `entity.rs`). One that claims [`NAP_AT`] or more makes
 //! the Worker nap before it parks (see `linger`).
+//!
+//! # Sharing the Worker
+//!
+//! A drain runs its entity's callbacks back to back only while nothing else waits: once
+//! it has run [`FAIR_SHARE`] callbacks, it stops as soon as the mailbox holds another
+//! item, and what it claimed goes back behind that item. So an entity notified during a
+//! burst of another waits for a few of its callbacks, not for the whole burst. That is
+//! what keeps rmw's queue of the waiting entity within its depth: a burst of 20 callbacks
+//! that each send a request to a service of the same Worker (whose requests are kept 10
+//! deep by default) would otherwise have rmw drop half of them before the service's
+//! first take, and their clients wait forever.
 //!
 //! Before every execution the drain checks that the user still holds the entity; once
 //! its last handle is gone (even from inside one of its own callbacks) nothing more of
@@ -25,13 +37,20 @@
 
 use super::{activity, stage_trace::ItemTrace, WorkerTask};
 use crate::ffi;
-use crate::runtime::{async_tasks::InlineScope, entity::Entity, turn};
+use crate::runtime::{async_tasks::InlineScope, entity::Entity, mailbox::MailboxReceiver, turn};
 use rclrs::{log_error, RclPrimitiveKind, ReadyKind};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// How many times a Worker executes one entity before re-queueing it behind the others.
 const ENTITY_BUDGET: usize = 256;
+
+/// How many callbacks of one entity a drain runs before it lets the other items of the
+/// mailbox go first, if there are any (see "Sharing the Worker" above). Eight: below
+/// the ten requests a service keeps by default, and in paired runs of 8 subscriptions
+/// over 2 Workers (each drain then has three others waiting) no slower than no limit,
+/// where one, the basic executor's share, cost an eighth of the rate.
+const FAIR_SHARE: usize = 8;
 
 /// How many claimed arrivals make a drain pause a subscription's notifications (see
 /// "Pausing" in `entity.rs`). Two: a subscription the Worker keeps up with (one
@@ -160,6 +179,11 @@ impl WorkerTask {
                     out_of_time = true;
                     break;
                 }
+                if ran + part_ran >= FAIR_SHARE && others_wait(&self.mailbox, entity) {
+                    // Another entity (or payload task) waits: it goes first.
+                    out_of_time = true;
+                    break;
+                }
                 if turn::overtime() {
                     // Other Workers wait for this thread: the rest goes back to the
                     // mailbox, behind them.
@@ -229,6 +253,12 @@ impl WorkerTask {
         self.sweep();
         self.notify_listeners();
     }
+}
+
+/// Whether `mailbox` holds an item other than `entity` (which a notification since its
+/// drain began may have queued again).
+fn others_wait(mailbox: &MailboxReceiver, entity: &Entity) -> bool {
+    mailbox.len() > usize::from(entity.is_queued())
 }
 
 /// Resume a paused subscription's notifications, which reports through the push
