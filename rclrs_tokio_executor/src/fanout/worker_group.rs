@@ -16,10 +16,14 @@
 //! each, in the order the callbacks were added. When the queue is empty it clears
 //! `scheduled` and then looks once more: a message offered between the last pop and the
 //! clear saw the flag still set and did not schedule a drain, so the drain goes on if
-//! it can set the flag again. After [`DRAIN_BUDGET`] messages, or once the Worker's turn
-//! budget is spent (the Tokio executor's `runtime::turn`), it asks for another drain
-//! instead of going on, so the Worker's other callbacks, and the other Workers of its
-//! thread (the hub among them), are not starved.
+//! it can set the flag again. After [`DRAIN_BUDGET`] messages, once the Worker's turn
+//! budget is spent, or after `turn::FAIR_SHARE` messages as soon as other work waits for
+//! the Worker (all three on the Tokio executor's `runtime::turn`), it asks for another
+//! drain instead of going on, so the Worker's other callbacks, and the other Workers of
+//! its thread (the hub among them), are not starved. The share is what lets a service of
+//! the same Worker take the requests that a burst of its callbacks sends, before rmw's
+//! queue of ten drops them. The basic executor runs every queued payload task (these
+//! drains among them) before it waits on rcl again, so there a burst runs to its end.
 //!
 //! The queue lock is held only to push or pop; no lock is held while a user callback
 //! runs, so a callback may add or drop callbacks (its own too) of the same fan-out.
@@ -261,6 +265,10 @@ where
             // costs far less than the take that produced it, and a Worker must be able to
             // catch up with a backlog, so DELIVERIES_PER_CALLBACK of them count as one.
             if delivered % DELIVERIES_PER_CALLBACK == 0 && !turn::spend(1) {
+                break;
+            }
+            if delivered >= turn::FAIR_SHARE && turn::others_wait() {
+                // Other work waits for this Worker (a service these callbacks call, say).
                 break;
             }
         }

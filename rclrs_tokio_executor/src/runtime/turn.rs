@@ -16,6 +16,13 @@
 //! longer still runs to its end, since nothing can preempt it. A Worker alone on its
 //! thread has no deadline and reads no clock for it.
 //!
+//! # Sharing the Worker
+//!
+//! Within one Worker, an item with many callbacks to run (an entity's backlog, a
+//! fan-out drain) runs [`FAIR_SHARE`] of them and then lets the Worker's other waiting
+//! items go first (`drain.rs`, "Sharing the Worker"); [`others_wait`] tells work the
+//! task cannot see into whether any wait.
+//!
 //! # Deferred wake-ups
 //!
 //! Work that a callback hands to other Workers can wait for the end of the turn
@@ -40,6 +47,7 @@
 //! sees its budget spent and yields, and the other turn's end runs its deferred work.
 
 use crate::runtime::shared::ExecutorShared;
+use crate::stats::worker_counters::WorkerCounters;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,6 +56,12 @@ use std::time::{Duration, Instant};
 pub(crate) const TURN_BUDGET: usize = 256;
 /// How long one Worker turn may run when other Worker tasks share its thread.
 pub(crate) const TURN_TIME: Duration = Duration::from_millis(2);
+/// How many callbacks one item of a Worker runs before it lets the Worker's other
+/// waiting items go first. Eight: below the ten requests a service keeps by default,
+/// and in paired runs of 8 subscriptions over 2 Workers (each drain then has three
+/// others waiting) no slower than no limit, where one, the basic executor's share, cost
+/// an eighth of the rate.
+pub(crate) const FAIR_SHARE: usize = 8;
 
 type Deferred = Box<dyn FnOnce()>;
 
@@ -60,6 +74,8 @@ thread_local! {
     /// The executor whose spin gate the current turn's callbacks pass; `None` outside a
     /// turn of a gated Worker.
     static GATED_BY: RefCell<Option<Arc<ExecutorShared>>> = const { RefCell::new(None) };
+    /// The mailbox counts of the Worker whose turn it is; `None` outside a turn.
+    static WORKER: RefCell<Option<Arc<WorkerCounters>>> = const { RefCell::new(None) };
 }
 
 /// A Worker turn on this thread. Dropping it ends the turn: the budget goes away and
@@ -67,12 +83,17 @@ thread_local! {
 pub(crate) struct Turn(());
 
 impl Turn {
-    /// Begin a turn; with `shared_thread` (other Worker tasks on this thread) it also
-    /// ends after [`TURN_TIME`]. `gated_by`: the executor whose spin gate the turn's
-    /// callbacks pass, for a gated Worker.
-    pub(crate) fn begin(shared_thread: bool, gated_by: Option<Arc<ExecutorShared>>) -> Self {
+    /// Begin a turn of the Worker whose mailbox `worker` counts; with `shared_thread`
+    /// (other Worker tasks on this thread) it also ends after [`TURN_TIME`]. `gated_by`:
+    /// the executor whose spin gate the turn's callbacks pass, for a gated Worker.
+    pub(crate) fn begin(
+        worker: Arc<WorkerCounters>,
+        shared_thread: bool,
+        gated_by: Option<Arc<ExecutorShared>>,
+    ) -> Self {
         LEFT.with(|left| left.set(Some(TURN_BUDGET)));
         GATED_BY.with(|gate| *gate.borrow_mut() = gated_by);
+        WORKER.with(|counters| *counters.borrow_mut() = Some(worker));
         DEADLINE.with(|deadline| deadline.set(shared_thread.then(|| Instant::now() + TURN_TIME)));
         Turn(())
     }
@@ -89,6 +110,7 @@ impl Drop for Turn {
         LEFT.with(|left| left.set(None));
         DEADLINE.with(|deadline| deadline.set(None));
         GATED_BY.with(|gate| gate.borrow_mut().take());
+        WORKER.with(|counters| counters.borrow_mut().take());
         // Deferred work may defer more (it runs outside the turn, so that runs at once).
         let deferred = AT_END.with(|at_end| std::mem::take(&mut *at_end.borrow_mut()));
         for work in deferred {
@@ -123,6 +145,17 @@ pub(crate) fn spin_ending() -> bool {
         gate.borrow()
             .as_ref()
             .is_some_and(|shared| !shared.gate.admits())
+    })
+}
+
+/// Whether the Worker of the current turn has items waiting in its mailbox besides the
+/// one it runs (see "Sharing the Worker"); false outside a turn.
+pub(crate) fn others_wait() -> bool {
+    WORKER.with(|counters| {
+        counters
+            .borrow()
+            .as_ref()
+            .is_some_and(|counters| counters.sent() > counters.finished() + 1)
     })
 }
 

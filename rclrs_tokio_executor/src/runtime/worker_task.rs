@@ -291,7 +291,11 @@ impl WorkerTask {
             .home
             .as_ref()
             .is_some_and(|home| home.load.workers() > 1);
-        let turn = Turn::begin(shares_thread, self.gated.then(|| Arc::clone(&shared)));
+        let turn = Turn::begin(
+            Arc::clone(&self.counters),
+            shares_thread,
+            self.gated.then(|| Arc::clone(&shared)),
+        );
         while let Some(item) = next.take() {
             let flight = if self.gated {
                 let Some(flight) = shared.gate.try_enter() else {

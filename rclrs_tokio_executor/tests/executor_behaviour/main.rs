@@ -181,10 +181,6 @@ macro_rules! suite {
                 super::timers_fire_only_while_spinning(MAKE)
             }
             #[test]
-            fn calls_from_a_burst_of_callbacks_are_all_answered() {
-                super::calls_from_a_burst_of_callbacks_are_all_answered(MAKE)
-            }
-            #[test]
             fn two_workers_run_blocking_callbacks_in_parallel() {
                 super::two_workers_run_blocking_callbacks_in_parallel(MAKE)
             }
@@ -194,8 +190,9 @@ macro_rules! suite {
 
 /// Where the Tokio executor promises more than the basic one, which (measured with
 /// rclrs 0.8) still ran 7 of 9 queued callbacks of a subscription dropped inside its
-/// own callback, and more callbacks after a halt or a resolved promise from inside one:
-/// it stops at once.
+/// own callback, and more callbacks after a halt or a resolved promise from inside one
+/// (the Tokio executor stops at once), and answered only half of the calls from a burst
+/// of callbacks whenever other tests ran beside it.
 /// Expanded inside a `suite!` module.
 macro_rules! stricter_than_basic {
     () => {
@@ -214,6 +211,10 @@ macro_rules! stricter_than_basic {
         #[test]
         fn a_promise_resolved_inside_a_callback_starts_no_further_callback() {
             super::a_promise_resolved_inside_a_callback_starts_no_further_callback(MAKE)
+        }
+        #[test]
+        fn calls_from_a_burst_of_callbacks_are_all_answered() {
+            super::calls_from_a_burst_of_callbacks_are_all_answered(MAKE)
         }
     };
 }

@@ -57,9 +57,11 @@ pub(crate) fn services_and_clients_answer_requests(make: MakeExecutor) {
 
 /// A burst of messages whose async callbacks each call a service of the same node: every
 /// call is answered. The service keeps rmw's default 10 requests, so the executor must
-/// take requests while the burst's callbacks still run, as the basic executor does (one
-/// take per ready entity per wait), not only after the last one: the Tokio executor
-/// once ran the whole burst first, and half the calls were never answered.
+/// take requests while the burst's callbacks still run, not only after the last one:
+/// the Tokio executor once ran the whole burst first, and half the calls were never
+/// answered. The basic executor, which takes once per ready entity per wait, answers all
+/// of them when it runs alone, but only half when other tests run beside it (its node
+/// callbacks are async tasks, which then run as a batch before its next wait).
 pub(crate) fn calls_from_a_burst_of_callbacks_are_all_answered(make: MakeExecutor) {
     const BURST: i32 = 20;
     let context = Context::default_from_env().unwrap();

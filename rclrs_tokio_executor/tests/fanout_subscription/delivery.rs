@@ -239,3 +239,58 @@ pub(crate) fn a_fanout_callback_that_halts_is_the_last_to_start(make: MakeExecut
     let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
     assert_eq!(*log.lock().unwrap(), (0..5).collect::<Vec<_>>());
 }
+
+/// A burst of fan-out callbacks that each call a service of their own Worker: every call
+/// is answered. The service keeps rmw's default 10 requests, so the Worker must take
+/// requests between the burst's deliveries, as it does between a subscription's
+/// callbacks (`calls_from_a_burst_of_callbacks_are_all_answered` in the behaviour suite).
+/// Tokio executor only: the basic executor runs every queued payload task, the fan-out's
+/// drains among them, before it waits on rcl again, and answers about half of them.
+pub(crate) fn calls_from_a_burst_of_fanout_callbacks_are_all_answered(make: MakeExecutor) {
+    use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
+    const BURST: i32 = 20;
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_calls", 1000);
+    let worker = node.create_worker(());
+    let name = unique("fanout_calls_service");
+    let _service = worker
+        .create_service::<SetBool, _>(name.as_str(), |_: &mut (), request: SetBool_Request| {
+            SetBool_Response {
+                success: request.data,
+                message: String::new(),
+            }
+        })
+        .unwrap();
+    // The answers come back to the node's Worker, which may run on another thread or
+    // share one with `worker`: a queue deep enough for the burst keeps that side out of
+    // the test.
+    let client = node
+        .create_client::<SetBool>(name.as_str().keep_last(100).reliable())
+        .unwrap();
+    spin_until(&mut executor, || client.service_is_ready().unwrap());
+    let calls: Arc<Mutex<Vec<Promise<SetBool_Response>>>> = Arc::default();
+    let _handle = {
+        let calls = Arc::clone(&calls);
+        fanout.add_callback(&worker, move |_: &mut (), m: &Int32| {
+            let call = client.call(SetBool_Request {
+                data: m.data % 2 == 0,
+            });
+            calls.lock().unwrap().push(call.unwrap());
+        })
+    };
+    // The burst waits in rmw until the spin below.
+    publish_to(&fixture_publisher(&node, &topic), 1, BURST);
+    let answered = |calls: &mut Vec<Promise<SetBool_Response>>| {
+        let mut answered = 0;
+        for call in calls.iter_mut() {
+            answered += usize::from(matches!(call.try_recv(), Ok(Some(_))));
+        }
+        answered
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut done = 0;
+    while done < BURST as usize && Instant::now() < deadline {
+        let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(20)));
+        done += answered(&mut calls.lock().unwrap());
+    }
+    assert_eq!(done, BURST as usize, "calls answered within 5 s");
+}

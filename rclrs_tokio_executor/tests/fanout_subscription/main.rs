@@ -154,7 +154,8 @@ suite!(
     |context| context.create_tokio_executor(),
     [
         a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others,
-        a_fanout_callback_that_halts_is_the_last_to_start
+        a_fanout_callback_that_halts_is_the_last_to_start,
+        calls_from_a_burst_of_fanout_callbacks_are_all_answered
     ]
 );
 // Worker tasks moving between two pool threads as their load says. Not the slow-Worker
@@ -165,7 +166,10 @@ suite!(
 suite!(
     tokio_follow_load,
     |context| support::follow_load_executor(context, "rclrs-tokio"),
-    [a_fanout_callback_that_halts_is_the_last_to_start]
+    [
+        a_fanout_callback_that_halts_is_the_last_to_start,
+        calls_from_a_burst_of_fanout_callbacks_are_all_answered
+    ]
 );
 suite!(
     tokio_dedicated,
@@ -178,6 +182,7 @@ suite!(
     },
     [
         a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others,
-        a_fanout_callback_that_halts_is_the_last_to_start
+        a_fanout_callback_that_halts_is_the_last_to_start,
+        calls_from_a_burst_of_fanout_callbacks_are_all_answered
     ]
 );

@@ -25,7 +25,8 @@
 //! what keeps rmw's queue of the waiting entity within its depth: a burst of 20 callbacks
 //! that each send a request to a service of the same Worker (whose requests are kept 10
 //! deep by default) would otherwise have rmw drop half of them before the service's
-//! first take, and their clients wait forever.
+//! first take, and their clients wait forever. A fan-out drain shares the Worker the
+//! same way (`fanout/worker_group.rs`).
 //!
 //! Before every execution the drain checks that the user still holds the entity; once
 //! its last handle is gone (even from inside one of its own callbacks) nothing more of
@@ -37,20 +38,14 @@
 
 use super::{activity, stage_trace::ItemTrace, WorkerTask};
 use crate::ffi;
-use crate::runtime::{async_tasks::InlineScope, entity::Entity, mailbox::MailboxReceiver, turn};
+use crate::runtime::turn::{self, FAIR_SHARE};
+use crate::runtime::{async_tasks::InlineScope, entity::Entity, mailbox::MailboxReceiver};
 use rclrs::{log_error, RclPrimitiveKind, ReadyKind};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// How many times a Worker executes one entity before re-queueing it behind the others.
 const ENTITY_BUDGET: usize = 256;
-
-/// How many callbacks of one entity a drain runs before it lets the other items of the
-/// mailbox go first, if there are any (see "Sharing the Worker" above). Eight: below
-/// the ten requests a service keeps by default, and in paired runs of 8 subscriptions
-/// over 2 Workers (each drain then has three others waiting) no slower than no limit,
-/// where one, the basic executor's share, cost an eighth of the rate.
-const FAIR_SHARE: usize = 8;
 
 /// How many claimed arrivals make a drain pause a subscription's notifications (see
 /// "Pausing" in `entity.rs`). Two: a subscription the Worker keeps up with (one
