@@ -56,8 +56,8 @@ use std::time::{Duration, Instant};
 pub(crate) const TURN_BUDGET: usize = 256;
 /// How long one Worker turn may run when other Worker tasks share its thread.
 pub(crate) const TURN_TIME: Duration = Duration::from_millis(2);
-/// How many callbacks one item of a Worker runs before it lets the Worker's other
-/// waiting items go first. Eight: below the ten requests a service keeps by default,
+/// How many callbacks one item of a Worker (each part of an entity, a fan-out drain)
+/// runs before it lets the Worker's other waiting items go first. Eight: below the ten requests a service keeps by default,
 /// and in paired runs of 8 subscriptions over 2 Workers (each drain then has three
 /// others waiting) no slower than no limit, where one, the basic executor's share, cost
 /// an eighth of the rate.

@@ -13,8 +13,7 @@ use handles::*;
 
 use rclrs::*;
 use rclrs_tokio_executor::{
-    CreateFanoutSubscription, CreateTokioExecutor, DedicatedWorkers, FanoutCallback,
-    FanoutSubscription, TokioExecutorOptions,
+    CreateFanoutSubscription, CreateTokioExecutor, FanoutCallback, FanoutSubscription,
 };
 use ros_env::std_msgs::msg::Int32;
 use std::sync::{
@@ -173,13 +172,7 @@ suite!(
 );
 suite!(
     tokio_dedicated,
-    |context| {
-        context
-            .create_tokio_executor_with(
-                TokioExecutorOptions::new().dedicated_workers(DedicatedWorkers::all()),
-            )
-            .unwrap()
-    },
+    support::dedicated_executor,
     [
         a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others,
         a_fanout_callback_that_halts_is_the_last_to_start,

@@ -6,7 +6,7 @@ pub mod ffi;
 use rclrs::{
     Client, Context, Executor, Node, Publisher, RclReturnCode, RclrsError, Service, SpinOptions,
 };
-use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
+use rclrs_tokio_executor::{CreateTokioExecutor, DedicatedWorkers, TokioExecutorOptions};
 use ros_env::std_msgs::msg::Int32;
 use ros_env::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
 use std::future::Future;
@@ -35,6 +35,15 @@ pub fn echo_service(node: &Node, name: &str) -> (Service<SetBool>, Client<SetBoo
         })
         .unwrap();
     (service, node.create_client::<SetBool>(name).unwrap())
+}
+
+/// A Tokio executor with every Worker on a dedicated thread of its own.
+pub fn dedicated_executor(context: &Context) -> Executor {
+    context
+        .create_tokio_executor_with(
+            TokioExecutorOptions::new().dedicated_workers(DedicatedWorkers::all()),
+        )
+        .unwrap()
 }
 
 /// Wait (at most 20 s) until `publisher` matched `subscriptions` subscriptions.

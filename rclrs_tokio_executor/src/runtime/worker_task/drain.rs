@@ -2,14 +2,14 @@
 //!
 //! The drain claims every part's arrivals at once (see `entity.rs`), then executes the
 //! parts in order, each with its own `ReadyKind`, until the entity's budget is spent:
-//! [`ENTITY_BUDGET`] callbacks, [`FAIR_SHARE`] once other items wait, or what is left
-//! of the thread's turn (in callbacks, and in time where other Workers share the
-//! thread), or one callback in a single pass; or until the spin gate stops admitting
-//! callbacks (the spin's end, or a halt or a resolved promise from inside a callback).
-//! A part stops at the first take that finds rmw's queue empty, since the count is
-//! arrivals and rmw may have dropped some (QoS depth); what the budget did not reach
-//! goes back to the entity, queued again or, in a single pass, deferred to the next
-//! one.
+//! [`ENTITY_BUDGET`] callbacks, [`FAIR_SHARE`] per part once other items wait, or what
+//! is left of the thread's turn (in callbacks, and in time where other Workers share
+//! the thread), or one callback in a single pass; or until the spin gate stops
+//! admitting callbacks (the spin's end, or a halt or a resolved promise from inside a
+//! callback). A part stops at the first take that finds rmw's queue empty, since the
+//! count is arrivals and rmw may have dropped some (QoS depth); what the budget did not
+//! reach goes back to the entity, queued again or, in a single pass, deferred to the
+//! next one.
 //!
 //! A drain that claims [`PAUSE_AT`] or more arrivals of a subscription pauses its
 //! notifications and takes until rmw's queue is empty or the budget is spent, then
@@ -18,15 +18,18 @@
 //!
 //! # Sharing the Worker
 //!
-//! A drain runs its entity's callbacks back to back only while nothing else waits: once
-//! it has run [`FAIR_SHARE`] callbacks, it stops as soon as the mailbox holds another
-//! item, and what it claimed goes back behind that item. So an entity notified during a
-//! burst of another waits for a few of its callbacks, not for the whole burst. That is
-//! what keeps rmw's queue of the waiting entity within its depth: a burst of 20 callbacks
-//! that each send a request to a service of the same Worker (whose requests are kept 10
-//! deep by default) would otherwise have rmw drop half of them before the service's
-//! first take, and their clients wait forever. A fan-out drain shares the Worker the
-//! same way (`fanout/worker_group.rs`).
+//! A drain runs a part's callbacks back to back only while nothing else waits: once a
+//! part has run [`FAIR_SHARE`] callbacks, it stops as soon as the mailbox holds another
+//! item, the entity's other parts still get their share, and what the drain claimed and
+//! did not run goes back behind that item. So an entity notified during a burst of
+//! another waits for a few of its callbacks, not for the whole burst. That is what keeps
+//! rmw's queue of the waiting entity within its depth: a burst of 20 callbacks that each
+//! send a request to a service of the same Worker (whose requests are kept 10 deep by
+//! default) would otherwise have rmw drop half of them before the service's first take,
+//! and their clients wait forever. The share is per part because an action client is
+//! one entity of five (goal, cancel and result responses, feedback, status): a burst of
+//! goals must not spend it all on the goal responses while the results overflow. A
+//! fan-out drain shares the Worker the same way (`fanout/worker_group.rs`).
 //!
 //! Before every execution the drain checks that the user still holds the entity; once
 //! its last handle is gone (even from inside one of its own callbacks) nothing more of
@@ -174,9 +177,10 @@ impl WorkerTask {
                     out_of_time = true;
                     break;
                 }
-                if ran + part_ran >= FAIR_SHARE && others_wait(&self.mailbox, entity) {
-                    // Another entity (or payload task) waits: it goes first.
-                    out_of_time = true;
+                if part_ran >= FAIR_SHARE && others_wait(&self.mailbox, entity) {
+                    // Another item waits: it goes before the rest of this part, whose
+                    // claims go back behind it; the entity's other parts still get
+                    // their share.
                     break;
                 }
                 if turn::overtime() {
