@@ -267,7 +267,7 @@ where
             if delivered % DELIVERIES_PER_CALLBACK == 0 && !turn::spend(1) {
                 break;
             }
-            if delivered >= turn::FAIR_SHARE && turn::others_wait() {
+            if delivered >= turn::FAIR_SHARE && turn::items_waiting() > 0 {
                 // Other work waits for this Worker (a service these callbacks call, say).
                 break;
             }

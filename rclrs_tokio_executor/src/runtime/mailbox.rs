@@ -149,11 +149,6 @@ impl MailboxReceiver {
         self.rx.is_empty()
     }
 
-    /// How many items are queued.
-    pub(crate) fn len(&self) -> usize {
-        self.rx.len()
-    }
-
     /// The Worker is done with one received item.
     pub(crate) fn finished_one(&self) {
         self.counters.finished_one();

@@ -20,8 +20,8 @@
 //!
 //! Within one Worker, an item with many callbacks to run (an entity's backlog, a
 //! fan-out drain) runs [`FAIR_SHARE`] of them and then lets the Worker's other waiting
-//! items go first (`drain.rs`, "Sharing the Worker"); [`others_wait`] tells work the
-//! task cannot see into whether any wait.
+//! items go first (`drain.rs`, "Sharing the Worker"); [`items_waiting`] counts them,
+//! for the drain and for work the task cannot see into.
 //!
 //! # Deferred wake-ups
 //!
@@ -57,10 +57,10 @@ pub(crate) const TURN_BUDGET: usize = 256;
 /// How long one Worker turn may run when other Worker tasks share its thread.
 pub(crate) const TURN_TIME: Duration = Duration::from_millis(2);
 /// How many callbacks one item of a Worker (each part of an entity, a fan-out drain)
-/// runs before it lets the Worker's other waiting items go first. Eight: below the ten requests a service keeps by default,
-/// and in paired runs of 8 subscriptions over 2 Workers (each drain then has three
-/// others waiting) no slower than no limit, where one, the basic executor's share, cost
-/// an eighth of the rate.
+/// runs before it lets the Worker's other waiting items go first. Eight: below the ten
+/// requests a service keeps by default, and in paired runs of 8 subscriptions over 2
+/// Workers (each drain then has three others waiting) no slower than no limit, where
+/// one, the basic executor's share, cost an eighth of the rate.
 pub(crate) const FAIR_SHARE: usize = 8;
 
 type Deferred = Box<dyn FnOnce()>;
@@ -148,14 +148,16 @@ pub(crate) fn spin_ending() -> bool {
     })
 }
 
-/// Whether the Worker of the current turn has items waiting in its mailbox besides the
-/// one it runs (see "Sharing the Worker"); false outside a turn.
-pub(crate) fn others_wait() -> bool {
+/// How many items wait in the mailbox of the current turn's Worker besides the one it
+/// runs (see "Sharing the Worker"); 0 outside a turn.
+pub(crate) fn items_waiting() -> u64 {
     WORKER.with(|counters| {
-        counters
-            .borrow()
-            .as_ref()
-            .is_some_and(|counters| counters.sent() > counters.finished() + 1)
+        counters.borrow().as_ref().map_or(0, |counters| {
+            counters
+                .sent()
+                .saturating_sub(counters.finished())
+                .saturating_sub(1)
+        })
     })
 }
 

@@ -42,7 +42,7 @@
 use super::{activity, stage_trace::ItemTrace, WorkerTask};
 use crate::ffi;
 use crate::runtime::turn::{self, FAIR_SHARE};
-use crate::runtime::{async_tasks::InlineScope, entity::Entity, mailbox::MailboxReceiver};
+use crate::runtime::{async_tasks::InlineScope, entity::Entity};
 use rclrs::{log_error, RclPrimitiveKind, ReadyKind};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -177,7 +177,7 @@ impl WorkerTask {
                     out_of_time = true;
                     break;
                 }
-                if part_ran >= FAIR_SHARE && others_wait(&self.mailbox, entity) {
+                if part_ran >= FAIR_SHARE && others_wait(entity) {
                     // Another item waits: it goes before the rest of this part, whose
                     // claims go back behind it; the entity's other parts still get
                     // their share.
@@ -254,10 +254,10 @@ impl WorkerTask {
     }
 }
 
-/// Whether `mailbox` holds an item other than `entity` (which a notification since its
-/// drain began may have queued again).
-fn others_wait(mailbox: &MailboxReceiver, entity: &Entity) -> bool {
-    mailbox.len() > usize::from(entity.is_queued())
+/// Whether the Worker's mailbox holds an item other than `entity` (which a notification
+/// since its drain began may have queued again).
+fn others_wait(entity: &Entity) -> bool {
+    turn::items_waiting() > u64::from(entity.is_queued())
 }
 
 /// Resume a paused subscription's notifications, which reports through the push
