@@ -276,6 +276,8 @@ mod placement {
     /// glibc's and the kernel's `cpu_set_t`: 1024 bits.
     const CPU_SET_WORDS: usize = 1024 / c_ulong::BITS as usize;
     const SCHED_FIFO: c_int = 1;
+    const SCHED_OTHER: c_int = 0;
+    const SCHED_BATCH: c_int = 3;
 
     #[repr(C)]
     struct SchedParam {
@@ -285,6 +287,27 @@ mod placement {
     extern "C" {
         fn sched_setaffinity(pid: c_int, size: usize, mask: *const c_ulong) -> c_int;
         fn sched_setscheduler(pid: c_int, policy: c_int, param: *const SchedParam) -> c_int;
+        fn sched_getscheduler(pid: c_int) -> c_int;
+        fn gettid() -> c_int;
+    }
+
+    /// The calling thread's kernel id, if it runs under SCHED_OTHER (the only policy we
+    /// switch for quiet wake-ups, `runtime::hand_over`).
+    pub(crate) fn normal_thread_id() -> Option<i32> {
+        // SAFETY: both calls only read the calling thread's state.
+        let (policy, tid) = unsafe { (sched_getscheduler(0), gettid()) };
+        (policy == SCHED_OTHER).then_some(tid)
+    }
+
+    /// Switch thread `tid` of this process between SCHED_BATCH (`quiet`: its wake-ups do
+    /// not preempt a running task) and SCHED_OTHER, keeping its nice value. False if
+    /// refused.
+    pub(crate) fn set_quiet(tid: i32, quiet: bool) -> bool {
+        let param = SchedParam { sched_priority: 0 };
+        let policy = if quiet { SCHED_BATCH } else { SCHED_OTHER };
+        // SAFETY: `param` is a live struct with the layout of `struct sched_param`, which
+        // the kernel only reads; `tid` names a thread of this process.
+        unsafe { sched_setscheduler(tid, policy, &param) == 0 }
     }
 
     /// Pin the calling thread to `cpus`.
@@ -325,6 +348,16 @@ mod placement {
 
 #[cfg(not(target_os = "linux"))]
 mod placement {
+    /// Not on this OS: no quiet wake-ups.
+    pub(crate) fn normal_thread_id() -> Option<i32> {
+        None
+    }
+
+    /// Not on this OS: a no-op.
+    pub(crate) fn set_quiet(_tid: i32, _quiet: bool) -> bool {
+        false
+    }
+
     /// Not on this OS: a no-op (see `DedicatedWorkers`).
     pub(crate) fn set_affinity(_cpus: &[usize]) -> std::io::Result<()> {
         Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
@@ -336,4 +369,4 @@ mod placement {
     }
 }
 
-pub(crate) use placement::{set_affinity, set_fifo_priority};
+pub(crate) use placement::{normal_thread_id, set_affinity, set_fifo_priority, set_quiet};

@@ -25,6 +25,8 @@
 //!   [`alarms`](timer_scheduler::alarms) are the precise deadlines of spins.
 //! - [`turn`]: how many callbacks a Worker task runs before it yields its thread (and the
 //!   wake-ups of other Workers it defers to the end of its turn).
+//! - [`hand_over`]: that deferred work, on a pool thread, goes out when the thread parks,
+//!   and the threads it wakes wait for that park instead of preempting it.
 //! - [`panics`]: how a contained panic is reported.
 //! - [`signals`]: SIGINT and SIGTERM ending spins, for executors that opt in.
 //! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
@@ -65,6 +67,7 @@ pub(crate) mod channels;
 pub(crate) mod dedicated_thread;
 pub(crate) mod entity;
 pub(crate) mod fallback_waiter;
+pub(crate) mod hand_over;
 pub(crate) mod mailbox;
 pub(crate) mod panics;
 pub(crate) mod placement;

@@ -10,7 +10,9 @@
 //! any callback and holds the Worker's payload). On the Tokio executor that request
 //! waits for the end of the hub's turn (`runtime::turn`), or until [`WAKE_BATCH`]
 //! messages wait, so a run of messages taken in one turn wakes each Worker once per
-//! batch, and a batch of large messages stays small enough for the caches.
+//! batch, and a batch of large messages stays small enough for the caches. On a pool
+//! thread it then goes out when that thread parks (waking the other Workers' threads
+//! without letting them preempt it) or runs its next task (`runtime::hand_over`).
 //!
 //! A drain pops messages one at a time and calls every live callback of the group with
 //! each, in the order the callbacks were added. When the queue is empty it clears

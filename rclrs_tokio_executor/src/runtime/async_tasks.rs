@@ -11,7 +11,7 @@
 //! returns, in order, on the Worker's task. Most finish in that first poll (the
 //! callback body is synchronous); only those still pending become Tokio tasks.
 
-use crate::runtime::{entity::Entity, panics::log_panic, shared::ExecutorShared};
+use crate::runtime::{entity::Entity, hand_over, panics::log_panic, shared::ExecutorShared};
 use futures::future::BoxFuture;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -44,16 +44,20 @@ pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'sta
         let shared = gated_shared;
         loop {
             shared.gate.opened().await;
-            let finished = std::future::poll_fn(|cx| match shared.gate.try_enter() {
-                // The gate closed since we woke: wait for it to open again.
-                None => Poll::Ready(false),
-                Some(flight) => match poll_contained(&mut task, cx, &shared, None) {
-                    Poll::Ready(_) => {
-                        flight.finish_with_work();
-                        Poll::Ready(true)
-                    }
-                    Poll::Pending => Poll::Pending,
-                },
+            let finished = std::future::poll_fn(|cx| {
+                // Work handed over on this thread goes out before the task runs.
+                hand_over::flush();
+                match shared.gate.try_enter() {
+                    // The gate closed since we woke: wait for it to open again.
+                    None => Poll::Ready(false),
+                    Some(flight) => match poll_contained(&mut task, cx, &shared, None) {
+                        Poll::Ready(_) => {
+                            flight.finish_with_work();
+                            Poll::Ready(true)
+                        }
+                        Poll::Pending => Poll::Pending,
+                    },
+                }
             })
             .await;
             if finished {

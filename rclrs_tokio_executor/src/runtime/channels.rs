@@ -63,6 +63,9 @@ impl WorkerChannel for TokioWorkerChannel {
     }
 
     fn send_payload_task(&self, f: PayloadTask) {
+        if let Some(index) = self.mailbox.home_thread() {
+            self.shared.threads.before_waking(index);
+        }
         self.mailbox.send(MailItem::Payload(f));
     }
 

@@ -124,6 +124,11 @@ impl MailboxSender {
         self.counters.tracing()
     }
 
+    /// The pool thread the receiving Worker task is placed on, if any.
+    pub(crate) fn home_thread(&self) -> Option<usize> {
+        self.counters.home_thread()
+    }
+
     /// Non-blocking. Fails only when the Worker's task is gone (executor dropped), in
     /// which case there is nobody left to run the item.
     pub(crate) fn send(&self, item: MailItem) {

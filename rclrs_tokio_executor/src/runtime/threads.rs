@@ -19,6 +19,7 @@
 //! `tokio::spawn`, timers and I/O work there. Users who prefer work stealing pass a
 //! multi-thread runtime's handle instead.
 
+use super::hand_over::{self, ThreadWake};
 use super::placement::{self, Home, ThreadLoad};
 use std::future::Future;
 use std::sync::{
@@ -32,6 +33,8 @@ use tokio::{sync::oneshot, task::JoinHandle};
 /// One thread running a current-thread runtime until the pool shuts down.
 pub(crate) struct PoolThread {
     handle: Handle,
+    /// Its sleep, for quiet wake-ups from the other pool threads (`hand_over`).
+    wake: Arc<ThreadWake>,
     /// The Worker tasks placed here, and how busy they keep the thread.
     load: Arc<ThreadLoad>,
 }
@@ -73,14 +76,20 @@ impl Threads {
         let mut stop = Vec::with_capacity(count);
         let mut running = Vec::with_capacity(count);
         for index in 0..count.max(1) {
+            let wake = Arc::new(ThreadWake::default());
+            let (parking, unparked, starting) =
+                (Arc::clone(&wake), Arc::clone(&wake), Arc::clone(&wake));
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .on_thread_park(move || parking.parking())
+                .on_thread_unpark(move || unparked.unparked())
                 .build()?;
             let handle = runtime.handle().clone();
             let (stop_tx, stop_rx) = oneshot::channel::<()>();
             let thread = std::thread::Builder::new()
                 .name(format!("{name}-{index}"))
                 .spawn(move || {
+                    starting.started(index);
                     // Runs the thread's tasks until the pool stops; dropping the runtime
                     // here, on its own thread, drops (tears down) the tasks still on it.
                     runtime.block_on(async move {
@@ -90,6 +99,7 @@ impl Threads {
             running.push(thread);
             threads.push(PoolThread {
                 handle,
+                wake,
                 load: Arc::default(),
             });
             stop.push(stop_tx);
@@ -136,6 +146,19 @@ impl Threads {
             }
             Self::External { handle, .. } => {
                 handle.spawn(task(None));
+            }
+        }
+    }
+
+    /// About to wake a Worker task placed on pool thread `index`: from another pool
+    /// thread that is parking, let the wake-up wait for it instead of preempting it (see
+    /// `hand_over`).
+    pub(crate) fn before_waking(&self, index: usize) {
+        if let Self::Pool { threads, .. } = self {
+            if hand_over::wakes_quietly(index) {
+                if let Some(thread) = threads.get(index) {
+                    thread.wake.quiet();
+                }
             }
         }
     }

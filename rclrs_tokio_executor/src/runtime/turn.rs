@@ -29,7 +29,8 @@
 //! ([`at_turn_end`]): under a stream, one turn takes many messages, and waking another
 //! thread once per turn instead of once per message is what interrupt mitigation does
 //! for a network card. A turn with one message ends right after it, so a lone message is
-//! not delayed.
+//! not delayed. On a pool thread the work then goes out when the thread parks or runs
+//! its next task, whichever comes first (see [`hand_over`](super::hand_over)).
 //!
 //! # The spin's end
 //!
@@ -46,7 +47,7 @@
 //! can find it taken over by another turn of the same thread when it resumes; it then
 //! sees its budget spent and yields, and the other turn's end runs its deferred work.
 
-use crate::runtime::shared::ExecutorShared;
+use crate::runtime::{hand_over, shared::ExecutorShared};
 use crate::stats::worker_counters::WorkerCounters;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
@@ -91,6 +92,8 @@ impl Turn {
         shared_thread: bool,
         gated_by: Option<Arc<ExecutorShared>>,
     ) -> Self {
+        // Work an earlier turn on this thread handed over goes out first.
+        hand_over::flush();
         LEFT.with(|left| left.set(Some(TURN_BUDGET)));
         GATED_BY.with(|gate| *gate.borrow_mut() = gated_by);
         WORKER.with(|counters| *counters.borrow_mut() = Some(worker));
@@ -114,7 +117,7 @@ impl Drop for Turn {
         // Deferred work may defer more (it runs outside the turn, so that runs at once).
         let deferred = AT_END.with(|at_end| std::mem::take(&mut *at_end.borrow_mut()));
         for work in deferred {
-            work();
+            hand_over::later(work);
         }
     }
 }
@@ -169,8 +172,9 @@ pub(crate) fn overtime() -> bool {
         .is_some_and(|deadline| Instant::now() >= deadline)
 }
 
-/// Run `work` when the current Worker turn ends, or now outside a turn. `work` must not
-/// run user callbacks: it is meant for handing work to other Workers.
+/// Run `work` when the current Worker turn ends (on a pool thread, when the thread then
+/// parks or runs its next task: `hand_over`), or now outside a turn. `work` must not run
+/// user callbacks: it is meant for handing work to other Workers.
 pub(crate) fn at_turn_end(work: impl FnOnce() + 'static) {
     if LEFT.with(Cell::get).is_none() {
         work();

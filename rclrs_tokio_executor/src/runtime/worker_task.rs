@@ -181,6 +181,8 @@ impl WorkerTask {
             let mut task = self;
             task.next_placement_check =
                 (task.shared.follow_load && home.is_some()).then(|| Instant::now() + WINDOW);
+            task.counters
+                .set_home_thread(home.as_ref().map(|h| h.index));
             task.home = home;
             if let (Some(home), true) = (task.home.as_mut(), task.blocker) {
                 home.mark_blocker();
@@ -190,6 +192,7 @@ impl WorkerTask {
                     // Nothing is in flight between turns: leave this thread's count,
                     // then start again on the other thread, mailbox and all.
                     task.home = None;
+                    task.counters.set_home_thread(None);
                     task.spawn_on_pool(Some(target));
                 }
             }

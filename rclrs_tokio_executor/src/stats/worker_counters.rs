@@ -18,7 +18,7 @@
 
 use super::stage_latencies::StageLatencies;
 use crate::options::DedicatedThread;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,9 @@ pub(crate) struct WorkerCounters {
     stages: Mutex<Option<StageLatencies>>,
     /// Set once by a dedicated Worker thread when it starts.
     dedicated: OnceLock<DedicatedThread>,
+    /// The pool thread the Worker task is placed on (`usize::MAX`: none), for quiet
+    /// wake-ups (`runtime::hand_over`).
+    home_thread: AtomicUsize,
 }
 
 impl WorkerCounters {
@@ -77,6 +80,7 @@ impl WorkerCounters {
             tracing,
             stages: Mutex::new(None),
             dedicated: OnceLock::new(),
+            home_thread: AtomicUsize::new(usize::MAX),
         }
     }
 
@@ -141,6 +145,18 @@ impl WorkerCounters {
 
     pub(crate) fn lingered(&self) {
         self.lingers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The Worker task is now placed on pool thread `index` (`None`: on none, or moving).
+    pub(crate) fn set_home_thread(&self, index: Option<usize>) {
+        self.home_thread
+            .store(index.unwrap_or(usize::MAX), Ordering::Relaxed);
+    }
+
+    /// The pool thread the Worker task is placed on, if any.
+    pub(crate) fn home_thread(&self) -> Option<usize> {
+        let index = self.home_thread.load(Ordering::Relaxed);
+        (index != usize::MAX).then_some(index)
     }
 
     pub(crate) fn set_dedicated(&self, placed: DedicatedThread) {

@@ -294,3 +294,41 @@ pub(crate) fn calls_from_a_burst_of_fanout_callbacks_are_all_answered(make: Make
     }
     assert_eq!(done, BURST as usize, "calls answered within 5 s");
 }
+
+/// A steady stream handed from the fan-out's hub to Workers on the other pool thread:
+/// each hand-over from a parking thread puts a parked thread under SCHED_BATCH until it
+/// wakes (`runtime/hand_over.rs`). Every message still reaches both callbacks, and once
+/// the stream ends every pool thread is back under SCHED_OTHER. Tokio executor only.
+pub(crate) fn handing_over_leaves_every_pool_thread_under_its_policy(make: MakeExecutor) {
+    const MESSAGES: i32 = 400;
+    let (mut executor, node, topic, fanout) = fixture(make, "fanout_hand_over", 1000);
+    let workers: Vec<Worker<u64>> = (0..2).map(|_| node.create_worker(0_u64)).collect();
+    let (seen, _handles) = logging_callbacks(&fanout, &workers, 2, |count, _| *count += 1);
+    let publisher = fixture_publisher(&node, &topic);
+    support::wait_matched(&publisher, 1);
+    let streaming = std::thread::spawn(move || {
+        for data in 0..MESSAGES {
+            publisher.publish(Int32 { data }).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        publisher
+    });
+    spin_until(&mut executor, || {
+        seen.iter()
+            .all(|s| s.lock().unwrap().len() == MESSAGES as usize)
+    });
+    let _publisher = streaming.join().unwrap();
+    assert_every_log_saw_the_same_messages(&seen, &(0..MESSAGES).collect::<Vec<_>>());
+    let pool: Vec<(String, u32)> = support::thread_policies()
+        .into_iter()
+        .filter(|(name, _)| {
+            name.strip_prefix("rclrs-tokio-")
+                .is_some_and(|index| index.parse::<usize>().is_ok())
+        })
+        .collect();
+    assert!(!pool.is_empty(), "no pool thread found");
+    assert!(
+        pool.iter().all(|(_, policy)| *policy == 0),
+        "pool threads left under another policy than SCHED_OTHER: {pool:?}"
+    );
+}

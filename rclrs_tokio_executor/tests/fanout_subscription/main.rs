@@ -154,7 +154,8 @@ suite!(
     [
         a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others,
         a_fanout_callback_that_halts_is_the_last_to_start,
-        calls_from_a_burst_of_fanout_callbacks_are_all_answered
+        calls_from_a_burst_of_fanout_callbacks_are_all_answered,
+        handing_over_leaves_every_pool_thread_under_its_policy
     ]
 );
 // Worker tasks moving between two pool threads as their load says. Not the slow-Worker

@@ -85,6 +85,23 @@ pub fn thread_names() -> Vec<String> {
         .collect()
 }
 
+/// The name and scheduling policy (0 for SCHED_OTHER, 3 for SCHED_BATCH) of each of
+/// this process's threads, from `/proc` (field 41 of a task's `stat`).
+pub fn thread_policies() -> Vec<(String, u32)> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| {
+            let path = task.ok()?.path();
+            let name = std::fs::read_to_string(path.join("comm")).ok()?;
+            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+            // Fields after the parenthesised name start at field 3.
+            let after_name = &stat[stat.rfind(')')? + 1..];
+            let policy = after_name.split_whitespace().nth(41 - 3)?.parse().ok()?;
+            Some((name.trim().to_string(), policy))
+        })
+        .collect()
+}
+
 /// A Tokio executor on a fresh context that runs on the user's runtime `handle`.
 pub fn tokio_executor_on(handle: &::tokio::runtime::Handle) -> Executor {
     Context::default_from_env()
