@@ -102,6 +102,16 @@ impl ThreadWake {
         }
     }
 
+    /// On the pool thread, once its runtime stopped (the executor is being dropped):
+    /// the work still pending is dropped here, while the runtime still exists, and what
+    /// the runtime's drop defers runs at once; the thread's id is forgotten, so a later
+    /// thread with the same id is never switched.
+    pub(crate) fn stopped(&self) {
+        self.tid.store(0, Ordering::Relaxed);
+        POOL_INDEX.with(|own| own.set(None));
+        drop(PENDING.with(|pending| std::mem::take(&mut *pending.borrow_mut())));
+    }
+
     /// The runtime's park hook: the thread is about to park (unless the work run here
     /// gives it a task).
     pub(crate) fn parking(&self) {

@@ -95,6 +95,7 @@ impl Threads {
                     runtime.block_on(async move {
                         let _ = stop_rx.await;
                     });
+                    starting.stopped();
                 })?;
             running.push(thread);
             threads.push(PoolThread {
