@@ -18,7 +18,10 @@
 //! - **A tick is a mailbox item.** When a timer is due, the thread notifies its entity,
 //!   which coalesces like any push notification, and remembers the call time it ticked
 //!   for: at most one tick is pending per timer, so a callback that overruns its period
-//!   causes no burst.
+//!   causes no burst. The notifications go out after the thread has released its lock:
+//!   a woken Worker often preempts the thread on its core, runs the tick and reports it
+//!   ([`TimerScheduler::ran_tick`]) under that lock, and found it held, it had to sleep
+//!   until the thread ran again to release it.
 //! - **Firing is rclrs's.** The Worker executes the timer primitive, which checks that
 //!   the timer is still ready, calls `rcl_timer_call` (which advances the next call time
 //!   and skips missed periods, as rcl specifies) and runs the callback.
@@ -265,12 +268,18 @@ fn key(entity: &Arc<Entity>) -> TimerKey {
 
 fn run(scheduler: Weak<TimerScheduler>) {
     crate::ffi::set_precise_timer_slack();
+    // The ticks of one evaluation, kept between loops so a steady rate allocates nothing.
+    let mut due = Vec::new();
     loop {
         let Some(this) = scheduler.upgrade() else {
             return;
         };
         this.planned_ns.store(0, Ordering::SeqCst);
         this.dirty.store(false, Ordering::SeqCst);
+        // Deadlines are kept as instants: the Workers that the ticks wake may run before
+        // this thread parks (on its core), and the time they take must not push the
+        // next tick later.
+        let evaluated = Instant::now();
         let timers_next = {
             let mut state = this.state.lock().unwrap();
             if state.stop {
@@ -278,16 +287,23 @@ fn run(scheduler: Weak<TimerScheduler>) {
                 this.with_alarms(AlarmList::ring_all);
                 return;
             }
-            evaluate(&mut state)
+            evaluate(&mut state, &mut due)
         };
-        let alarms_next = this.with_alarms(|list| list.ring_due(Instant::now()));
-        let next = match (timers_next, alarms_next) {
+        // Ticks go out once the lock is released: the Worker a tick wakes often runs at
+        // once, on this core, and reports the tick back (`ran_tick`) under the same lock.
+        for (entity, mailbox) in due.drain(..) {
+            entity.tick(&mailbox);
+        }
+        let now = Instant::now();
+        let alarms_next = this.with_alarms(|list| list.ring_due(now));
+        let next = match (
+            timers_next.map(|wait| evaluated + wait),
+            alarms_next.map(|wait| now + wait),
+        ) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let planned = next.map_or(u64::MAX, |wait| {
-            this.since_epoch(Instant::now()) + wait.as_nanos() as u64
-        });
+        let planned = next.map_or(u64::MAX, |deadline| this.since_epoch(deadline));
         this.planned_ns.store(planned, Ordering::SeqCst);
         // A reset that saw the previous plan (or 0) and did not wake us: look again.
         if this.dirty.load(Ordering::SeqCst) {
@@ -296,14 +312,17 @@ fn run(scheduler: Weak<TimerScheduler>) {
         drop(this);
         match next {
             // Woken by `wake`, or when the earliest deadline is reached.
-            Some(wait) => std::thread::park_timeout(wait),
+            Some(deadline) => {
+                std::thread::park_timeout(deadline.saturating_duration_since(Instant::now()))
+            }
             None => std::thread::park(),
         }
     }
 }
 
-/// Tick every due timer; return how long until the earliest wall-clock deadline.
-fn evaluate(state: &mut State) -> Option<Duration> {
+/// Find every due timer (its tick, for `due`); return how long until the earliest
+/// wall-clock deadline.
+fn evaluate(state: &mut State, due: &mut Vec<(Arc<Entity>, MailboxSender)>) -> Option<Duration> {
     let mut next: Option<Duration> = None;
     let mut wake_in = |wait: Duration| next = Some(next.map_or(wait, |n: Duration| n.min(wait)));
     state.timers.retain(|_, timer| {
@@ -324,7 +343,7 @@ fn evaluate(state: &mut State) -> Option<Duration> {
             TimerDue::Cancelled => {}
             TimerDue::In(ns) if ns <= 0 => {
                 timer.ticked_for = timer.timer.next_call_time();
-                entity.tick(&timer.mailbox);
+                due.push((entity, timer.mailbox.clone()));
                 if !sim_time {
                     // Look again when the next call is due, one period after this one
                     // (`ns` is how late this one is; see the module's protocol).
