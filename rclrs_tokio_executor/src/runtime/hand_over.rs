@@ -62,18 +62,15 @@ pub(crate) fn later(work: Work) {
     }
 }
 
-/// Something else runs on this thread: run the pending work now, with plain wake-ups.
-pub(crate) fn flush() {
-    run_pending();
-}
-
 /// Whether a Worker placed on pool thread `index` should be woken quietly from here:
 /// this thread is parking, and `index` is another pool thread.
 pub(crate) fn wakes_quietly(index: usize) -> bool {
     PARKING.with(Cell::get) && POOL_INDEX.with(Cell::get).is_some_and(|own| own != index)
 }
 
-fn run_pending() {
+/// Run the pending work now: with plain wake-ups when something else runs on this
+/// thread, quietly from its park hook.
+pub(crate) fn flush() {
     // Work may defer more work (it then runs at once: it runs outside any turn).
     let pending = PENDING.with(|pending| std::mem::take(&mut *pending.borrow_mut()));
     for work in pending {
@@ -117,7 +114,7 @@ impl ThreadWake {
     pub(crate) fn parking(&self) {
         self.parked.store(true, Ordering::SeqCst);
         PARKING.with(|parking| parking.set(true));
-        run_pending();
+        flush();
         PARKING.with(|parking| parking.set(false));
     }
 

@@ -20,8 +20,8 @@
 //!   for: at most one tick is pending per timer, so a callback that overruns its period
 //!   causes no burst. The notifications go out after the thread has released its lock:
 //!   a woken Worker often preempts the thread on its core, runs the tick and reports it
-//!   ([`TimerScheduler::ran_tick`]) under that lock, and found it held, it had to sleep
-//!   until the thread ran again to release it.
+//!   ([`TimerScheduler::ran_tick`]) under that lock; finding the lock still held, it
+//!   had to sleep until the thread ran again to release it.
 //! - **Firing is rclrs's.** The Worker executes the timer primitive, which checks that
 //!   the timer is still ready, calls `rcl_timer_call` (which advances the next call time
 //!   and skips missed periods, as rcl specifies) and runs the callback.
