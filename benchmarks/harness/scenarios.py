@@ -96,6 +96,12 @@ for _name, (_args, _metric, _higher, _extra) in _FANOUTS.items():
         SCENARIOS[_name.replace('fanout', _variant, 1)] = Scenario(
             _kind, (*_args, *_FANOUT_SHAPE, *_flags), _metric, _higher, _extra,
             not_for=_NO_FANOUT_SUBSCRIPTION if _flags else frozenset())
+# The 1 kHz fan-out's stream with a single subscription on a single Worker: what one
+# message a millisecond costs with one take and one callback, the floor under a shared
+# fan-out of it (which also takes once and wakes once a message).
+SCENARIOS['fanout_1kHz_single'] = Scenario(
+    'message', (*_FANOUTS['fanout_1kHz'][0], '--subscriptions', '1', '--workers', '1',
+                '--callback', 'worker'), 'cpu_executor_pct', False, 'cpu_process_pct')
 for _n in (1, 10, 100, 1000):
     SCENARIOS[f'scaling_{_n}'] = Scenario(
         'message', ('--workload', 'scaling', '--subscriptions', str(_n), '--rate-hz', '1000',
