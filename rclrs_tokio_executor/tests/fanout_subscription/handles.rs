@@ -3,6 +3,30 @@
 
 use super::*;
 
+/// Where a callback keeps its own handle, to drop it from inside itself.
+type OwnHandle = Arc<Mutex<Option<FanoutCallback<Int32>>>>;
+
+/// The handle of a callback on `worker` that drops it from inside itself at its `nth`
+/// message (the slot is empty from then on), and how often the callback was called.
+fn self_dropping_callback(
+    fanout: &FanoutSubscription<Int32>,
+    worker: &Worker<()>,
+    nth: usize,
+) -> (OwnHandle, Arc<AtomicUsize>) {
+    let own = OwnHandle::default();
+    let count = Arc::new(AtomicUsize::new(0));
+    let callback = {
+        let (own, count) = (Arc::clone(&own), Arc::clone(&count));
+        fanout.add_callback(worker, move |_: &mut (), _: &Int32| {
+            if count.fetch_add(1, Ordering::SeqCst) + 1 == nth {
+                drop(own.lock().unwrap().take());
+            }
+        })
+    };
+    *own.lock().unwrap() = Some(callback);
+    (own, count)
+}
+
 pub(crate) fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subscription(
     make: MakeExecutor,
 ) {
@@ -10,16 +34,7 @@ pub(crate) fn dropping_callbacks_removes_each_alone_and_the_last_drops_the_subsc
     let workers: Vec<Worker<()>> = (0..2).map(|_| node.create_worker(())).collect();
 
     // One callback drops its own handle from inside itself at its 10th message.
-    let own: Arc<Mutex<Option<FanoutCallback<Int32>>>> = Arc::default();
-    let own_count = Arc::new(AtomicUsize::new(0));
-    *own.lock().unwrap() = Some({
-        let (own, own_count) = (Arc::clone(&own), Arc::clone(&own_count));
-        fanout.add_callback(&workers[0], move |_: &mut (), _: &Int32| {
-            if own_count.fetch_add(1, Ordering::SeqCst) + 1 == 10 {
-                drop(own.lock().unwrap().take());
-            }
-        })
-    });
+    let (own, own_count) = self_dropping_callback(&fanout, &workers[0], 10);
     // Two more, on each Worker, counting.
     let counts: Vec<Arc<AtomicUsize>> = (0..2).map(|_| Arc::default()).collect();
     let mut kept: Vec<Option<FanoutCallback<Int32>>> = counts
@@ -148,16 +163,7 @@ pub(crate) fn the_last_callback_dropped_inside_the_take_drops_a_worker_fanout(ma
     let fanout = workers[0]
         .create_fanout_subscription::<Int32>(topic.as_str().keep_last(1000).reliable())
         .unwrap();
-    let own: Arc<Mutex<Option<FanoutCallback<Int32>>>> = Arc::default();
-    let own_count = Arc::new(AtomicUsize::new(0));
-    *own.lock().unwrap() = Some({
-        let (own, own_count) = (Arc::clone(&own), Arc::clone(&own_count));
-        fanout.add_callback(&workers[0], move |_: &mut (), _: &Int32| {
-            if own_count.fetch_add(1, Ordering::SeqCst) + 1 == 10 {
-                drop(own.lock().unwrap().take());
-            }
-        })
-    });
+    let (_own, own_count) = self_dropping_callback(&fanout, &workers[0], 10);
     let other_count = Arc::new(AtomicUsize::new(0));
     let other = {
         let other_count = Arc::clone(&other_count);
@@ -186,15 +192,7 @@ pub(crate) fn the_last_callback_dropped_inside_the_take_drops_a_worker_fanout(ma
     let fanout = workers[0]
         .create_fanout_subscription::<Int32>(topic.as_str().keep_last(1000).reliable())
         .unwrap();
-    let last_count = Arc::new(AtomicUsize::new(0));
-    *own.lock().unwrap() = Some({
-        let (own, last_count) = (Arc::clone(&own), Arc::clone(&last_count));
-        fanout.add_callback(&workers[0], move |_: &mut (), _: &Int32| {
-            if last_count.fetch_add(1, Ordering::SeqCst) + 1 == 5 {
-                drop(own.lock().unwrap().take());
-            }
-        })
-    });
+    let (own, last_count) = self_dropping_callback(&fanout, &workers[0], 5);
     drop(fanout);
     spin_until(&mut executor, || {
         publisher.get_subscription_count().unwrap() == 1
