@@ -176,6 +176,34 @@ fn repeated_spin_once_drains_waiting_messages_one_at_a_time(make: MakeExecutor) 
     assert_eq!(w.ran.load(Ordering::SeqCst), 5);
 }
 
+fn repeated_zero_timeout_spin_once_drains_waiting_messages_one_at_a_time(make: MakeExecutor) {
+    // The polling loop of a program that spins between its own work: each call runs
+    // the next waiting message, including those an earlier call's pass left queued.
+    let mut w = with_waiting_messages(make, 5);
+    for call in 1..=5 {
+        let errors = w
+            .executor
+            .spin(SpinOptions::spin_once().timeout(Duration::ZERO));
+        assert_only_error(&errors, RclReturnCode::Timeout);
+        assert_eq!(w.ran.load(Ordering::SeqCst), call, "after call {call}");
+    }
+}
+
+fn a_spin_once_on_an_executor_without_nodes_waits_for_its_timeout(make: MakeExecutor) {
+    // No node means no entity and no graph: nothing is work, not even the first time.
+    let mut executor = make(&isolated_context());
+    for call in 0..2 {
+        let start = Instant::now();
+        let errors = executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(100)));
+        let took = start.elapsed();
+        assert_eq!(kinds(&errors), ["Timeout"], "call {call}");
+        assert!(
+            took >= Duration::from_millis(100) && took < Duration::from_millis(100) + OVERRUN_BOUND,
+            "call {call}: a 100 ms spin_once took {took:?}"
+        );
+    }
+}
+
 fn the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline(make: MakeExecutor) {
     // A fresh executor each time: node creation queues work the first spin must not
     // wait for beyond its deadline.
@@ -314,6 +342,14 @@ macro_rules! suite {
             #[test]
             fn repeated_spin_once_drains_waiting_messages_one_at_a_time() {
                 super::repeated_spin_once_drains_waiting_messages_one_at_a_time(MAKE)
+            }
+            #[test]
+            fn repeated_zero_timeout_spin_once_drains_waiting_messages_one_at_a_time() {
+                super::repeated_zero_timeout_spin_once_drains_waiting_messages_one_at_a_time(MAKE)
+            }
+            #[test]
+            fn a_spin_once_on_an_executor_without_nodes_waits_for_its_timeout() {
+                super::a_spin_once_on_an_executor_without_nodes_waits_for_its_timeout(MAKE)
             }
             #[test]
             fn the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline() {

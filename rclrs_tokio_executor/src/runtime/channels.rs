@@ -12,8 +12,8 @@ use crate::runtime::{
 };
 use futures::future::BoxFuture;
 use rclrs::{
-    ExecutorChannel, ExecutorWorkerOptions, PayloadTask, Waitable, WeakActivityListener,
-    WorkerChannel,
+    ExecutorChannel, ExecutorWorkerOptions, PayloadTask, RclPrimitiveKind, Waitable,
+    WeakActivityListener, WorkerChannel,
 };
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -24,6 +24,11 @@ pub(crate) struct TokioExecutorChannel {
 
 impl ExecutorChannel for TokioExecutorChannel {
     fn create_worker(&self, options: ExecutorWorkerOptions) -> Arc<dyn WorkerChannel> {
+        // The basic executor wakes the wait sets of the Workers that have spun, which
+        // ends a `spin_once`; a fresh executor's first Worker wakes nothing.
+        if self.shared.gate.pass() > 0 {
+            self.shared.note_entities_changed();
+        }
         let (control, mailbox) = WorkerTask::spawn(
             Arc::clone(&self.shared),
             options.context,
@@ -57,9 +62,14 @@ impl WorkerChannel for TokioWorkerChannel {
     }
 
     fn add_to_wait_set(&self, new_entity: Waitable) {
+        // A Worker's own guard condition comes without a trigger, and is no work for the
+        // basic executor; every other entity triggers it (a unit of work).
+        let triggers = new_entity.primitive().kind() != RclPrimitiveKind::GuardCondition;
         // Fails only after the executor was dropped; the entity is dropped with it.
         let _ = self.control.send(Control::Add(new_entity));
-        self.shared.note_entities_changed();
+        if triggers {
+            self.shared.note_entities_changed();
+        }
     }
 
     fn send_payload_task(&self, f: PayloadTask) {

@@ -11,9 +11,16 @@
 //! The Worker clears `queued` *before* swapping `pending` to zero, then executes the
 //! primitive up to that many times. A notification racing with the drain either lands
 //! in the swapped count or re-queues the entity, so none is lost. The count is
-//! arrivals, which can exceed what rmw still holds (QoS depth), so the drain stops at
-//! the first `TAKE_FAILED`: nothing that rmw still holds is skipped, and nothing is
-//! taken twice.
+//! arrivals, which can exceed what rmw still holds (QoS depth), so a subscription's
+//! drain stops at the first `TAKE_FAILED`: nothing that rmw still holds is skipped,
+//! and nothing is taken twice.
+//!
+//! A service's or a client's take can fail with more still queued: rmw takes the
+//! sample and drops it when it is not for this entity (a response to another client
+//! of the same service, which every client of it receives when several servers answer
+//! under one name) or holds no data. Each such sample was counted as an arrival, so
+//! their drains execute once per claimed arrival and do not stop at a failed take, as
+//! rclcpp's EventsExecutor does (see [`Entity::take_can_skip`]).
 //!
 //! # Pausing
 //!
@@ -224,6 +231,17 @@ impl Entity {
         self.parts.len() - 1
     }
 
+    /// Whether a take of `part` can fail while rmw still holds samples after the one
+    /// it dropped: the request and response parts (see "Coalescing").
+    pub(crate) fn take_can_skip(&self, part: usize) -> bool {
+        match self.kind {
+            RclPrimitiveKind::Client | RclPrimitiveKind::Service => true,
+            // Goal, cancel and result: requests, or responses.
+            RclPrimitiveKind::ActionServer | RclPrimitiveKind::ActionClient => part < 3,
+            _ => false,
+        }
+    }
+
     /// Whether `part` is run by ticks: once per tick, which the timer scheduler
     /// watches (see `timer_scheduler.rs`).
     pub(crate) fn is_tick(&self, part: usize) -> bool {
@@ -289,11 +307,14 @@ impl Entity {
         self.arrivals.put_back(unexecuted);
     }
 
-    /// Queue a deferred entity again if it still has arrivals and is not queued.
-    pub(crate) fn requeue(self: &Arc<Self>, mailbox: &impl EntityQueue) {
-        if self.arrivals.requeue() {
+    /// Queue a deferred entity again if it still has arrivals and is not queued; true if
+    /// it sent it.
+    pub(crate) fn requeue(self: &Arc<Self>, mailbox: &impl EntityQueue) -> bool {
+        let queue = self.arrivals.requeue();
+        if queue {
             mailbox.enqueue(Arc::clone(self));
         }
+        queue
     }
 
     /// A callback of this entity panicked: count it, and log the first one.

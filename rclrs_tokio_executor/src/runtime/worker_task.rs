@@ -278,10 +278,17 @@ impl WorkerTask {
         let pass = self.shared.gate.pass();
         if pass != self.pass {
             self.pass = pass;
-            for entity in self.deferred.drain(..) {
-                entity.requeue(&self.mailbox_tx);
+            for entity in std::mem::take(&mut self.deferred) {
+                self.counters
+                    .undeferred_one(|| entity.requeue(&self.mailbox_tx));
             }
         }
+    }
+
+    /// Keep `entity` for the next pass (a single pass ran it, or is over for it).
+    fn defer(&mut self, entity: &Arc<Entity>) {
+        self.counters.deferred_one();
+        self.deferred.push(Arc::clone(entity));
     }
 
     /// Run `first` and whatever else is queued, up to the budget. Returns true if the
@@ -463,7 +470,9 @@ impl Drop for WorkerTask {
             self.mailbox.finished_one();
         }
         self.mailbox.close_and_drain();
-        self.deferred.clear();
+        for _ in self.deferred.drain(..) {
+            self.counters.undeferred_one(|| false);
+        }
         for entity in self.entities.drain(..) {
             entity.teardown();
         }

@@ -40,7 +40,8 @@ pub(crate) struct WorkerList {
 }
 
 /// The gated Workers' mailbox positions when a spin started: the spin's backlog is
-/// processed once every one of them has finished every item sent before that moment.
+/// processed once every one of them has finished every item sent before that moment,
+/// and every entity deferred to this pass.
 pub(crate) struct Backlog(Vec<(Arc<WorkerCounters>, u64)>);
 
 impl WorkerList {
@@ -65,15 +66,16 @@ impl WorkerList {
             .count()
     }
 
-    /// What is waiting in the gated Workers' mailboxes right now.
+    /// What is waiting for the gated Workers right now: in their mailboxes, or deferred
+    /// by the last single pass to the next one.
     pub(crate) fn backlog(&self) -> Backlog {
         Backlog(
             self.entries
                 .lock()
                 .unwrap()
                 .iter()
-                .filter(|e| e.gated && e.mailbox.sent() > e.mailbox.finished())
-                .map(|e| (Arc::clone(&e.mailbox), e.mailbox.sent()))
+                .filter(|e| e.gated)
+                .filter_map(|e| Some((Arc::clone(&e.mailbox), e.mailbox.backlog_target()?)))
                 .collect(),
         )
     }

@@ -4,8 +4,15 @@
 //! # Protocol
 //!
 //! Every counter is a relaxed atomic except the mailbox pair, `sent` and `finished`,
-//! which `spin()` also reads to decide what was already waiting when it began (see
-//! `runtime/workers.rs`): those stay sequentially consistent.
+//! and `deferred`, which `spin()` also reads to decide what was already waiting when it
+//! began (see `runtime/workers.rs`): those stay sequentially consistent.
+//!
+//! `deferred` counts the entities a single pass left for the next one: out of the
+//! mailbox, but waiting all the same. When the next pass begins the Worker takes each
+//! off that count *before* sending it back into the mailbox (where `sent` counts it),
+//! or, when it needs no send (queued again meanwhile, or nothing left to run), counts
+//! it as an item sent and finished at once. So `sent + deferred`, read in that order,
+//! never exceeds what the Worker will finish: a spin waiting for it cannot stall.
 //!
 //! The age of the oldest pending item comes from a ring of send times indexed by send
 //! sequence number. A sender writes the time into the slot of the number it is about to
@@ -45,6 +52,7 @@ pub(crate) struct WorkerCounters {
     pub(crate) id: u64,
     sent: AtomicU64,
     finished: AtomicU64,
+    deferred: AtomicU64,
     send_times: [AtomicU64; SEND_TIMES],
     callbacks: AtomicU64,
     empty_takes: AtomicU64,
@@ -70,6 +78,7 @@ impl WorkerCounters {
             id,
             sent: AtomicU64::new(0),
             finished: AtomicU64::new(0),
+            deferred: AtomicU64::new(0),
             send_times: std::array::from_fn(|_| AtomicU64::new(0)),
             callbacks: AtomicU64::new(0),
             empty_takes: AtomicU64::new(0),
@@ -120,6 +129,30 @@ impl WorkerCounters {
 
     pub(crate) fn sent(&self) -> u64 {
         self.sent.load(Ordering::SeqCst)
+    }
+
+    /// A single pass deferred an entity to the next pass.
+    pub(crate) fn deferred_one(&self) {
+        self.deferred.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A deferred entity leaves the deferred list: call before sending it back into the
+    /// mailbox. `queued_again` false: it needs no send, and is counted here as an item
+    /// sent and finished.
+    pub(crate) fn undeferred_one(&self, queued_again: impl FnOnce() -> bool) {
+        self.deferred.fetch_sub(1, Ordering::SeqCst);
+        if !queued_again() {
+            self.sent_one();
+            self.finished_one();
+        }
+    }
+
+    /// The mailbox position a spin starting now waits for: every item sent so far and
+    /// every deferred entity; `None` if the Worker has finished all of them.
+    pub(crate) fn backlog_target(&self) -> Option<u64> {
+        let sent = self.sent();
+        let target = sent + self.deferred.load(Ordering::SeqCst);
+        (target > self.finished()).then_some(target)
     }
 
     pub(crate) fn finished(&self) -> u64 {

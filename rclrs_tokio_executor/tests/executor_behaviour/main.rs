@@ -97,6 +97,10 @@ macro_rules! suite {
                 super::services_and_clients_answer_requests(MAKE)
             }
             #[test]
+            fn two_servers_under_one_name_answer_every_client() {
+                super::two_servers_under_one_name_answer_every_client(MAKE)
+            }
+            #[test]
             fn worker_payload_is_mutated_by_several_callbacks() {
                 super::worker_payload_is_mutated_by_several_callbacks(MAKE)
             }

@@ -55,6 +55,33 @@ pub(crate) fn services_and_clients_answer_requests(make: MakeExecutor) {
     }
 }
 
+/// Two servers under one name, each on its own node, and a client on each node: every
+/// client hears every call answered. Both servers answer every request, and rmw gives
+/// each client both clients' responses, dropping at the take those meant for the other
+/// one; the Tokio executor once read such a drop as an empty queue, and left the
+/// client's own response waiting for ever.
+pub(crate) fn two_servers_under_one_name_answer_every_client(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let name = unique("twin_service");
+    let nodes = [unique("twin_a"), unique("twin_b")]
+        .map(|node| executor.create_node(node.as_str()).unwrap());
+    let [(_service_a, client_a), (_service_b, client_b)] =
+        [&nodes[0], &nodes[1]].map(|node| support::echo_service(node, &name));
+    for client in [&client_a, &client_b] {
+        spin_until(&mut executor, client.notify_on_service_ready());
+    }
+    for call in 0..20 {
+        let client = if call % 2 == 0 { &client_a } else { &client_b };
+        let data = call % 4 < 2;
+        let response: Promise<SetBool_Response> = client.call(SetBool_Request { data }).unwrap();
+        let response = support::run_within(&mut executor, Duration::from_secs(5), response)
+            .unwrap_or_else(|| panic!("call {call} was never answered"))
+            .unwrap();
+        assert_eq!(response.success, data, "call {call}");
+    }
+}
+
 /// A burst of messages whose async callbacks each call a service of the same node: every
 /// call is answered. The service keeps rmw's default 10 requests, so the executor must
 /// take requests while the burst's callbacks still run, not only after the last one:

@@ -7,7 +7,9 @@
 //! the thread), or one callback in a single pass; or until the spin gate stops
 //! admitting callbacks (the spin's end, or a halt or a resolved promise from inside a
 //! callback). A part stops at the first take that finds rmw's queue empty, since the
-//! count is arrivals and rmw may have dropped some (QoS depth); what the budget did not
+//! count is arrivals and rmw may have dropped some (QoS depth), except where a failed
+//! take only skipped a sample (services and clients, "Coalescing" in `entity.rs`),
+//! which spends its arrival and goes on; what the budget did not
 //! reach goes back to the entity, queued again or, in a single pass, deferred to the
 //! next one.
 //!
@@ -73,7 +75,7 @@ impl WorkerTask {
         let single_pass = self.gated && self.shared.gate.is_single_pass();
         if single_pass && !entity.first_run_in(self.shared.gate.pass()) {
             entity.defer_item();
-            self.deferred.push(Arc::clone(entity));
+            self.defer(entity);
             return false;
         }
         let mut left = entity.claim();
@@ -114,6 +116,7 @@ impl WorkerTask {
                 continue;
             }
             let is_tick = entity.is_tick(part);
+            let can_skip = entity.take_can_skip(part);
             let runs = if is_tick {
                 1
             } else if to_empty {
@@ -121,7 +124,9 @@ impl WorkerTask {
             } else {
                 left[part].min(budget)
             };
+            // Arrivals spent, and those of them that only skipped a sample.
             let mut part_ran = 0;
+            let mut part_skipped = 0;
             let mut emptied = false;
             while part_ran < runs {
                 if !waitable.is_in_use() {
@@ -152,7 +157,15 @@ impl WorkerTask {
                         entity.contain_panic(&self.shared.stats, &*panic);
                     }
                 }
-                if rclrs::take_failed_since_reset() {
+                let took_nothing = rclrs::take_failed_since_reset();
+                if took_nothing && can_skip {
+                    // rmw dropped a sample not for this entity: that arrival is spent.
+                    self.counters.took_nothing();
+                    part_ran += 1;
+                    part_skipped += 1;
+                    continue;
+                }
+                if took_nothing {
                     self.counters.took_nothing();
                     if paused {
                         // rmw's queue is empty: notifications back on, then one more
@@ -190,7 +203,7 @@ impl WorkerTask {
                     break;
                 }
             }
-            ran += part_ran;
+            ran += part_ran - part_skipped;
             budget = budget.saturating_sub(part_ran.max(1));
             if out_of_time {
                 budget = 0;
@@ -225,7 +238,7 @@ impl WorkerTask {
         if left.iter().any(|&n| n > 0) {
             if single_pass {
                 entity.defer_claims(&left);
-                self.deferred.push(Arc::clone(entity));
+                self.defer(entity);
             } else {
                 entity.unclaim(&left, &self.mailbox_tx);
             }
