@@ -10,13 +10,53 @@
 //! collected instead ([`InlineScope`]) and polled once right after the primitive
 //! returns, in order, on the Worker's task. Most finish in that first poll (the
 //! callback body is synchronous); only those still pending become Tokio tasks.
+//!
+//! [`TaskCounters`] count the tasks spawned and those polled once: a spin's backlog
+//! includes the tasks spawned before it began, so a `spin_once` polls every one of
+//! them, as the basic executor runs its ready tasks before it waits.
 
 use crate::runtime::{entity::Entity, hand_over, panics::log_panic, shared::ExecutorShared};
 use futures::future::BoxFuture;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+
+/// Gated tasks spawned, and those polled for the first time (or dropped unpolled).
+#[derive(Default)]
+pub(crate) struct TaskCounters {
+    spawned: AtomicU64,
+    first_polled: AtomicU64,
+}
+
+impl TaskCounters {
+    /// Tasks spawned so far, if some of them have not been polled yet.
+    pub(crate) fn backlog_target(&self) -> Option<u64> {
+        let spawned = self.spawned.load(Ordering::SeqCst);
+        (spawned > self.first_polled()).then_some(spawned)
+    }
+
+    pub(crate) fn first_polled(&self) -> u64 {
+        self.first_polled.load(Ordering::SeqCst)
+    }
+}
+
+/// A spawned task not polled yet; counted as polled when dropped.
+struct Unpolled(Arc<ExecutorShared>);
+
+impl Unpolled {
+    fn new(shared: &Arc<ExecutorShared>) -> Self {
+        shared.tasks.spawned.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(shared))
+    }
+}
+
+impl Drop for Unpolled {
+    fn drop(&mut self) {
+        self.0.tasks.first_polled.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 thread_local! {
     static INLINE: RefCell<Option<Vec<BoxFuture<'static, ()>>>> = const { RefCell::new(None) };
@@ -40,6 +80,7 @@ pub(crate) fn add_async_task(shared: &Arc<ExecutorShared>, task: BoxFuture<'stat
 /// Run `task` on the runtime, polling it only while the spin gate is open.
 pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'static, ()>) {
     let gated_shared = Arc::clone(shared);
+    let mut unpolled = Some(Unpolled::new(shared));
     shared.threads.spawn(async move {
         let shared = gated_shared;
         loop {
@@ -50,13 +91,24 @@ pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'sta
                 match shared.gate.try_enter() {
                     // The gate closed since we woke: wait for it to open again.
                     None => Poll::Ready(false),
-                    Some(flight) => match poll_contained(&mut task, cx, &shared, None) {
-                        Poll::Ready(_) => {
-                            flight.finish_with_work();
-                            Poll::Ready(true)
+                    Some(flight) => {
+                        let poll = poll_contained(&mut task, cx, &shared, None);
+                        // Counted before the flight ends, which tells a waiting spin.
+                        let first_poll = unpolled.take().is_some();
+                        match poll {
+                            Poll::Ready(_) => {
+                                flight.finish_with_work();
+                                Poll::Ready(true)
+                            }
+                            Poll::Pending => {
+                                drop(flight);
+                                if first_poll {
+                                    shared.gate.progressed();
+                                }
+                                Poll::Pending
+                            }
                         }
-                        Poll::Pending => Poll::Pending,
-                    },
+                    }
                 }
             })
             .await;

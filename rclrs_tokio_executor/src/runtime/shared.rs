@@ -3,6 +3,7 @@
 
 use crate::options::{DedicatedWorkers, TokioExecutorOptions};
 use crate::runtime::{
+    async_tasks::TaskCounters,
     spin_gate::SpinGate,
     threads::{JoinList, Threads},
     timer_scheduler::TimerScheduler,
@@ -23,6 +24,8 @@ pub(crate) struct ExecutorShared {
     pub(crate) timers: Arc<TimerScheduler>,
     /// The Worker tasks running now.
     pub(crate) workers: WorkerList,
+    /// Async tasks spawned, and polled once (a spin's backlog includes them).
+    pub(crate) tasks: Arc<TaskCounters>,
     /// Counters users can read (panics contained, ...).
     pub(crate) stats: ExecutorStats,
     /// `halt_spinning` and context checks: wakes the spin future.
@@ -66,6 +69,7 @@ impl ExecutorShared {
             threads,
             timers: TimerScheduler::new(),
             workers: WorkerList::default(),
+            tasks: Arc::default(),
             stats: ExecutorStats::default(),
             wake_spin: Notify::new(),
             lingering: AtomicUsize::new(0),

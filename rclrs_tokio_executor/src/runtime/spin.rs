@@ -32,8 +32,9 @@
 //!
 //! `spin_once` and a zero timeout run a *single pass*: each entity that is ready runs
 //! its callback at most once, the rest of its arrivals wait for the next spin (see the
-//! spin gate). What was already waiting in the Workers' mailboxes when the spin began
-//! (the backlog, a snapshot of mailbox counters) still gets its pass after a deadline
+//! spin gate). What was already waiting when the spin began, in the Workers' mailboxes,
+//! deferred by the last single pass, or spawned as an async task (the backlog, a
+//! snapshot of their counters) still gets its pass after a deadline
 //! that came first, such as a zero timeout, as the basic executor's non-blocking wait
 //! runs what is ready. That wait ends as soon as the backlog is processed, and never
 //! lasts longer than [`BACKLOG_STALL`] without a Worker making progress on it, so a
@@ -104,7 +105,10 @@ pub(crate) async fn spin(
     // wake-up per callback while it listens). Watch before taking the snapshot, so no
     // progress on it goes unannounced.
     let watching = only_next.then(|| gate.watch());
-    let backlog = shared.workers.backlog();
+    if single_pass {
+        shared.timers.tick_due_now();
+    }
+    let backlog = shared.workers.backlog(&shared.tasks);
     let work_seen = gate.work_done();
     // Entities added since the last spin are a unit of work for the basic executor (its
     // wait set's guard condition): every spin consumes that, and a spin_once that finds

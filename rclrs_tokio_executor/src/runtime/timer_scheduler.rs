@@ -228,6 +228,25 @@ impl TimerScheduler {
         self.wake();
     }
 
+    /// Deliver the ticks of the timers due now from the caller's thread, so a spin that
+    /// makes one pass counts them into its backlog, as `rcl_wait` checks its timers
+    /// when it begins, instead of racing this thread (a zero-period timer, due again
+    /// as soon as it ran, was missed by every other zero-timeout spin).
+    pub(crate) fn tick_due_now(&self) {
+        let mut due = Vec::new();
+        {
+            let mut state = self.state.lock().unwrap();
+            if state.stop {
+                return;
+            }
+            // The thread's own plan stands: a tick sent here is pending when it looks.
+            evaluate(&mut state, &mut due);
+        }
+        for (entity, mailbox) in due {
+            entity.tick(&mailbox);
+        }
+    }
+
     /// The Worker ran a tick. Wakes the thread only if it is waiting for exactly that.
     pub(crate) fn ran_tick(&self, entity: &Entity) {
         let mut state = self.state.lock().unwrap();

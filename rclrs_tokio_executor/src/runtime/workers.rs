@@ -7,6 +7,7 @@
 //! rclrs Worker and every entity on it are gone, or the executor shut down), so the
 //! list does not grow with Workers that come and go.
 
+use crate::runtime::async_tasks::TaskCounters;
 use crate::stats::worker_counters::WorkerCounters;
 use rclrs::{Waitable, WeakActivityListener};
 use std::sync::{Arc, Mutex};
@@ -39,10 +40,14 @@ pub(crate) struct WorkerList {
     entries: Mutex<Vec<Arc<WorkerEntry>>>,
 }
 
-/// The gated Workers' mailbox positions when a spin started: the spin's backlog is
-/// processed once every one of them has finished every item sent before that moment,
-/// and every entity deferred to this pass.
-pub(crate) struct Backlog(Vec<(Arc<WorkerCounters>, u64)>);
+/// The gated Workers' mailbox positions when a spin started, and the async tasks
+/// spawned by then: the spin's backlog is processed once every Worker has finished
+/// every item sent before that moment and every entity deferred to this pass, and
+/// every one of those tasks has been polled.
+pub(crate) struct Backlog {
+    mailboxes: Vec<(Arc<WorkerCounters>, u64)>,
+    tasks: Option<(Arc<TaskCounters>, u64)>,
+}
 
 impl WorkerList {
     pub(crate) fn add(&self, entry: Arc<WorkerEntry>) {
@@ -66,18 +71,21 @@ impl WorkerList {
             .count()
     }
 
-    /// What is waiting for the gated Workers right now: in their mailboxes, or deferred
-    /// by the last single pass to the next one.
-    pub(crate) fn backlog(&self) -> Backlog {
-        Backlog(
-            self.entries
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|e| e.gated)
-                .filter_map(|e| Some((Arc::clone(&e.mailbox), e.mailbox.backlog_target()?)))
-                .collect(),
-        )
+    /// What is waiting for the gated Workers right now (in their mailboxes, or deferred
+    /// by the last single pass to the next one), and the `tasks` not polled yet.
+    pub(crate) fn backlog(&self, tasks: &Arc<TaskCounters>) -> Backlog {
+        let mailboxes = self
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.gated)
+            .filter_map(|e| Some((Arc::clone(&e.mailbox), e.mailbox.backlog_target()?)))
+            .collect();
+        let tasks = tasks
+            .backlog_target()
+            .map(|spawned| (Arc::clone(tasks), spawned));
+        Backlog { mailboxes, tasks }
     }
 
     /// Tell every Worker task to tear down, and forget them.
@@ -91,13 +99,23 @@ impl WorkerList {
 impl Backlog {
     /// Every item of the snapshot is finished.
     pub(crate) fn is_processed(&self) -> bool {
-        self.0
+        self.mailboxes
             .iter()
             .all(|(mailbox, sent)| mailbox.finished() >= *sent)
+            && self
+                .tasks
+                .as_ref()
+                .is_none_or(|(tasks, spawned)| tasks.first_polled() >= *spawned)
     }
 
-    /// Items finished so far, summed over the snapshot's Workers (to see progress).
+    /// Items finished and tasks polled so far, summed over the snapshot (to see
+    /// progress).
     pub(crate) fn finished(&self) -> u64 {
-        self.0.iter().map(|(mailbox, _)| mailbox.finished()).sum()
+        let mailboxes: u64 = self.mailboxes.iter().map(|(m, _)| m.finished()).sum();
+        mailboxes
+            + self
+                .tasks
+                .as_ref()
+                .map_or(0, |(tasks, _)| tasks.first_polled())
     }
 }
