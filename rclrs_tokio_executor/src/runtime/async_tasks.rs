@@ -43,18 +43,18 @@ impl TaskCounters {
 }
 
 /// A spawned task not polled yet; counted as polled when dropped.
-struct Unpolled(Arc<ExecutorShared>);
+struct Unpolled(Arc<TaskCounters>);
 
 impl Unpolled {
-    fn new(shared: &Arc<ExecutorShared>) -> Self {
-        shared.tasks.spawned.fetch_add(1, Ordering::SeqCst);
-        Self(Arc::clone(shared))
+    fn new(tasks: &Arc<TaskCounters>) -> Self {
+        tasks.spawned.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(tasks))
     }
 }
 
 impl Drop for Unpolled {
     fn drop(&mut self) {
-        self.0.tasks.first_polled.fetch_add(1, Ordering::SeqCst);
+        self.0.first_polled.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -80,7 +80,7 @@ pub(crate) fn add_async_task(shared: &Arc<ExecutorShared>, task: BoxFuture<'stat
 /// Run `task` on the runtime, polling it only while the spin gate is open.
 pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'static, ()>) {
     let gated_shared = Arc::clone(shared);
-    let mut unpolled = Some(Unpolled::new(shared));
+    let mut unpolled = Some(Unpolled::new(&shared.tasks));
     shared.threads.spawn(async move {
         let shared = gated_shared;
         loop {
