@@ -117,6 +117,10 @@ macro_rules! suite {
                 super::async_tasks_run_while_spinning(MAKE)
             }
             #[test]
+            fn a_dropped_node_leaves_the_graph_while_the_executor_spins() {
+                super::a_dropped_node_leaves_the_graph_while_the_executor_spins(MAKE)
+            }
+            #[test]
             fn dropping_an_entity_during_spin_stops_its_callbacks() {
                 super::dropping_an_entity_during_spin_stops_its_callbacks(MAKE)
             }

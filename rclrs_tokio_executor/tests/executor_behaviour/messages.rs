@@ -194,6 +194,25 @@ pub(crate) fn parameter_services_answer_remote_gets_and_sets(make: MakeExecutor)
     assert_eq!(gain.get(), 2.5);
 }
 
+pub(crate) fn a_dropped_node_leaves_the_graph_while_the_executor_spins(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let observer = executor
+        .create_node(unique("graph_observer").as_str())
+        .unwrap();
+    let name = unique("graph_leaver");
+    let leaver = executor.create_node(name.as_str()).unwrap();
+    let listed = |observer: &Node| {
+        let names = observer.get_node_names().unwrap();
+        names.iter().any(|node| node.name == name)
+    };
+    // Spinning starts the leaver's graph-change task, which owns its graph guard
+    // condition and, through it, the node handle.
+    support::spin_until(&mut executor, || listed(&observer));
+    drop(leaver);
+    support::spin_until(&mut executor, || !listed(&observer));
+}
+
 pub(crate) fn dropping_an_entity_during_spin_stops_its_callbacks(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);

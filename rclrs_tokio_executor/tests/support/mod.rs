@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod ffi;
+pub mod watchdog;
 
 use rclrs::{
     Client, Context, Executor, Node, Publisher, RclReturnCode, RclrsError, Service, SpinOptions,
@@ -16,7 +17,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A name no other test (or test process) uses: topics, services and nodes.
+///
+/// Every test names what it creates with this, so it also arms the process watchdog
+/// (`watchdog::arm`).
 pub fn unique(name: &str) -> String {
+    watchdog::arm();
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     format!(
         "{name}_{}_{}",
