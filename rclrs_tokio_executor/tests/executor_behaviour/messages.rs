@@ -207,10 +207,21 @@ pub(crate) fn a_dropped_node_leaves_the_graph_while_the_executor_spins(make: Mak
         names.iter().any(|node| node.name == name)
     };
     // Spinning starts the leaver's graph-change task, which owns its graph guard
-    // condition and, through it, the node handle.
+    // condition and, through it, the node handle. A client waiting for a service that
+    // never comes listens for graph changes, so that guard condition is also waited on.
+    let client = leaver
+        .create_client::<SetBool>(unique("graph_leaver_service").as_str())
+        .unwrap();
+    let ready = client.notify_on_service_ready();
     support::spin_until(&mut executor, || listed(&observer));
-    drop(leaver);
+    spin_for(&mut executor, Duration::from_millis(50));
+    drop((ready, client, leaver));
     support::spin_until(&mut executor, || !listed(&observer));
+    // The executor goes on serving the nodes it still has.
+    let (_service, client) = support::echo_service(&observer, &unique("graph_stayer"));
+    spin_until(&mut executor, client.notify_on_service_ready());
+    let response: Promise<SetBool_Response> = client.call(SetBool_Request { data: true }).unwrap();
+    assert!(run_to_end(&mut executor, response).unwrap().success);
 }
 
 pub(crate) fn dropping_an_entity_during_spin_stops_its_callbacks(make: MakeExecutor) {
