@@ -14,6 +14,10 @@ pub enum TokioExecutorError {
     /// and the SIGINT/SIGTERM handlers or their listener thread could not be installed.
     #[error("cannot stop spins on signals: {0}")]
     Signals(String),
+    /// The [`thread_name`](crate::TokioExecutorOptions::thread_name) holds a NUL byte,
+    /// which no OS thread name can carry.
+    #[error("invalid thread name {0:?}: it contains a NUL byte")]
+    InvalidThreadName(String),
 }
 
 /// The message of the error a blocking `spin()` reports on the one thread its Workers need.

@@ -59,7 +59,10 @@ impl TokioExecutorOptions {
         self
     }
 
-    /// Name of the pool's threads, before their index (default `rclrs-tokio`).
+    /// Name of the pool's threads, before their index (default `rclrs-tokio`), and of
+    /// dedicated Worker threads, before `-d` and the Worker's number. Linux shows the
+    /// first 15 bytes. A name with a NUL byte makes creating the executor fail with
+    /// [`TokioExecutorError::InvalidThreadName`](crate::TokioExecutorError::InvalidThreadName).
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.thread_name = name.into();
         self

@@ -101,6 +101,11 @@ pub struct TokioExecutorRuntime {
 impl TokioExecutorRuntime {
     /// Start the threads described by `options` (or adopt the runtime it names).
     pub fn new(options: TokioExecutorOptions) -> Result<Self, TokioExecutorError> {
+        // Dedicated Worker threads take their names from it too, even with a runtime
+        // handle, and std panics on a name it cannot pass to the OS.
+        if options.thread_name.contains('\0') {
+            return Err(TokioExecutorError::InvalidThreadName(options.thread_name));
+        }
         let threads = match options.runtime_handle.clone() {
             Some(handle) => Threads::external(handle),
             None => Threads::start_pool(options.worker_threads, &options.thread_name)

@@ -302,3 +302,41 @@ fn an_action_server_completes_goals_after_its_callbacks_panicked() {
     assert_eq!(result.sequence, vec![0, 1, 2, 3, 4]);
     assert_eq!(stats.callback_panics(), 2, "{:?}", stats.panics_by_entity());
 }
+
+/// An async task that panics, at its first poll or after an await, ends alone: the
+/// spin goes on, later tasks and callbacks run, and both panics are counted.
+#[test]
+fn a_panicking_async_task_ends_alone_and_the_spin_goes_on() {
+    let (mut executor, stats) = executor_with_stats();
+    let node = executor.create_node(unique("panic_task").as_str()).unwrap();
+    drop(node.commands().run(async {
+        panic!("deliberate panic in an async task's first poll");
+    }));
+    let (woken_tx, woken) = oneshot::channel::<()>();
+    drop(node.commands().run(async move {
+        let _ = woken.await;
+        panic!("deliberate panic in an async task after an await");
+    }));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (tick, done) = when_reaches(&calls, 2);
+    let tick = Arc::new(tick);
+    let after = Arc::clone(&tick);
+    drop(node.commands().run(async move {
+        let _ = woken_tx.send(());
+        after();
+    }));
+    let _timer = node
+        .create_timer_oneshot(Duration::from_millis(20), move || tick())
+        .unwrap();
+    spin_until(&mut executor, done);
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while stats.callback_panics() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            stats.panics_by_entity()
+        );
+        let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(10)));
+    }
+    assert_eq!(stats.callback_panics(), 2, "{:?}", stats.panics_by_entity());
+}

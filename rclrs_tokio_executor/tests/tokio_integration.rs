@@ -1,12 +1,14 @@
 //! What only the Tokio executor promises: composing with Tokio, a blocking spin inside a
 //! user's runtime (served, but refused where it would starve its own Workers), running
-//! on a user's runtime, and containing panics.
+//! on a user's runtime, containing panics, and refusing options no thread can carry.
 
 mod support;
 
 use futures::channel::oneshot;
 use rclrs::*;
-use rclrs_tokio_executor::{is_spin_inside_runtime_error, CreateTokioExecutor};
+use rclrs_tokio_executor::{
+    is_spin_inside_runtime_error, CreateTokioExecutor, TokioExecutorError, TokioExecutorOptions,
+};
 use ros_env::std_msgs::msg::Int32;
 use std::sync::{
     atomic::{AtomicUsize, Ordering},
@@ -330,4 +332,39 @@ fn no_callback_starts_after_a_spinning_executor_is_dropped() {
             "repetition {repetition}: callbacks started after the executor was dropped"
         );
     }
+}
+
+/// A thread name the OS cannot take is an error at creation, not a panic, with the
+/// pool's threads and with dedicated Workers on a user's runtime alike; a long name is
+/// fine (Linux keeps its first 15 bytes).
+#[test]
+fn a_thread_name_with_a_nul_byte_is_a_typed_error() {
+    let context = Context::default_from_env().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for options in [
+        TokioExecutorOptions::new(),
+        TokioExecutorOptions::new().runtime_handle(runtime.handle().clone()),
+    ] {
+        let refused = context.create_tokio_executor_with(options.thread_name("bad\0name"));
+        assert!(
+            matches!(&refused, Err(TokioExecutorError::InvalidThreadName(name)) if name == "bad\0name"),
+            "{:?}",
+            refused.err()
+        );
+    }
+    let long = "a-thread-name-far-longer-than-linux-keeps";
+    let mut executor = context
+        .create_tokio_executor_with(TokioExecutorOptions::new().thread_name(long))
+        .unwrap();
+    let (tick, done) = after_n_calls(1);
+    let node = executor.create_node(unique("long_name").as_str()).unwrap();
+    let _timer = node
+        .create_timer_oneshot(Duration::from_millis(1), tick)
+        .unwrap();
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(done)
+            .timeout(Duration::from_secs(20)),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
 }

@@ -8,11 +8,13 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod created_inside;
 mod messages;
 mod spin_end;
 mod timers;
 mod workers;
 
+use created_inside::*;
 use messages::*;
 use spin_end::*;
 use timers::*;
@@ -191,6 +193,18 @@ macro_rules! suite {
             #[test]
             fn two_workers_run_blocking_callbacks_in_parallel() {
                 super::two_workers_run_blocking_callbacks_in_parallel(MAKE)
+            }
+            #[test]
+            fn entities_created_inside_a_callback_serve_in_the_same_spin() {
+                super::entities_created_inside_a_callback_serve_in_the_same_spin(MAKE)
+            }
+            #[test]
+            fn two_executors_on_two_threads_serve_each_other() {
+                super::two_executors_on_two_threads_serve_each_other(MAKE)
+            }
+            #[test]
+            fn a_spin_returns_only_after_its_callbacks_in_flight_finish() {
+                super::a_spin_returns_only_after_its_callbacks_in_flight_finish(MAKE)
             }
         }
     };

@@ -1,5 +1,6 @@
 //! Messages and requests: subscriptions, services, parameter services, bursts,
-//! late joiners and entities dropped while the executor spins.
+//! late joiners, entities dropped while the executor spins, and two executors of one
+//! process serving each other.
 
 use super::*;
 
@@ -402,4 +403,52 @@ pub(crate) fn a_transient_local_message_reaches_each_late_subscription(make: Mak
         spin_until(&mut executor, done);
         assert_eq!(*heard.lock().unwrap(), vec![42]);
     }
+}
+
+pub(crate) fn two_executors_on_two_threads_serve_each_other(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut first = make(&context);
+    let mut second = make(&context);
+    let asking = first.create_node(unique("asking").as_str()).unwrap();
+    let answering = second.create_node(unique("answering").as_str()).unwrap();
+    let service = unique("across_service");
+    let _server = answering
+        .create_service::<SetBool, _>(service.as_str(), |request: SetBool_Request| {
+            SetBool_Response {
+                success: !request.data,
+                message: String::new(),
+            }
+        })
+        .unwrap();
+    // The second executor spins on its own thread until the first one has its answers.
+    let (finished_tx, finished) = oneshot::channel::<()>();
+    let serving = std::thread::spawn(move || {
+        let errors = second.spin(
+            SpinOptions::default()
+                .until_promise_resolved(finished)
+                .timeout(PATIENCE),
+        );
+        assert!(errors.is_empty(), "the serving spin reported {errors:?}");
+        second
+    });
+    let client = asking.create_client::<SetBool>(service.as_str()).unwrap();
+    let (countdown, done) = Countdown::new(20);
+    let calling = Arc::clone(&client);
+    let ready = client.notify_on_service_ready();
+    drop(asking.commands().run(async move {
+        let _ = ready.await;
+        for n in 0..20 {
+            let response: SetBool_Response = calling
+                .call(SetBool_Request { data: n % 2 == 0 })
+                .unwrap()
+                .await
+                .unwrap();
+            assert_eq!(response.success, n % 2 != 0);
+            countdown.tick();
+        }
+    }));
+    spin_until(&mut first, done);
+    let _ = finished_tx.send(());
+    let second = serving.join().unwrap();
+    drop(second);
 }

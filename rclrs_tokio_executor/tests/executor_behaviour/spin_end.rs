@@ -1,5 +1,6 @@
 //! How a spin ends: `spin_once`, timeouts, halts, promises, and what a callback that
-//! ends its spin or drops its own entity lets run after it.
+//! ends its spin or drops its own entity lets run after it, and that a spin returns
+//! only once its callbacks in flight are done.
 
 use super::*;
 
@@ -216,4 +217,46 @@ pub(crate) fn a_subscription_dropped_inside_its_own_callback_runs_no_more(make: 
 
 pub(crate) fn a_worker_dropped_inside_its_own_callback_runs_no_more(make: MakeExecutor) {
     assert_eq!(callbacks_after_a_drop_from_inside(make, true), 0);
+}
+
+pub(crate) fn a_spin_returns_only_after_its_callbacks_in_flight_finish(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("in_flight").as_str()).unwrap();
+    let topic = unique("in_flight_topic");
+    // Callbacks in flight, and callbacks that have started at all.
+    let running = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut keep = Vec::new();
+    for n in 0..2 {
+        let worker = node.create_worker(n);
+        let (running, started) = (Arc::clone(&running), Arc::clone(&started));
+        let subscription = worker
+            .create_subscription(
+                topic.as_str().keep_last(100).reliable(),
+                move |_: &mut i32, _: Int32| {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    started.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(150));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                },
+            )
+            .unwrap();
+        keep.push((worker, subscription));
+    }
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())
+        .unwrap();
+    support::publish_to(&publisher, 2, 2);
+    // Each short spin may start callbacks, and must not return while one still runs.
+    let deadline = Instant::now() + PATIENCE;
+    while started.load(Ordering::SeqCst) < 4 {
+        assert!(Instant::now() < deadline, "the callbacks never all ran");
+        let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(20)));
+        assert_eq!(
+            running.load(Ordering::SeqCst),
+            0,
+            "spin returned while a callback was still running"
+        );
+    }
 }

@@ -1,0 +1,90 @@
+//! Entities created from inside a callback, while the executor spins: they serve in the
+//! same spin, as entities created before it do.
+
+use super::*;
+use std::any::Any;
+use std::sync::atomic::AtomicBool;
+
+/// Whatever a callback created, kept alive until the test ends.
+type Created = Arc<Mutex<Vec<Box<dyn Any + Send>>>>;
+
+pub(crate) fn entities_created_inside_a_callback_serve_in_the_same_spin(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("creator").as_str()).unwrap();
+    let topic = unique("created_topic");
+    let service = unique("created_service");
+    let created: Created = Arc::default();
+    // Three things must happen, all from entities born inside the first timer callback:
+    // a subscription hears the stream, a timer fires, a new Worker runs its work, and a
+    // service answers a client made in the same callback.
+    let (countdown, done) = Countdown::new(4);
+    let _creator = {
+        let node = Arc::clone(&node);
+        let created = Arc::clone(&created);
+        let topic = topic.clone();
+        let service = service.clone();
+        node.clone()
+            .create_timer_oneshot(Duration::from_millis(5), move || {
+                let mut created = created.lock().unwrap();
+                let heard = Arc::clone(&countdown);
+                let once = AtomicBool::new(false);
+                let subscription = node
+                    .create_subscription(topic.as_str().keep_last(1000), move |_: Int32| {
+                        if !once.swap(true, Ordering::SeqCst) {
+                            heard.tick();
+                        }
+                    })
+                    .unwrap();
+                created.push(Box::new(subscription));
+                let fired = Arc::clone(&countdown);
+                let timer = node
+                    .create_timer_oneshot(Duration::from_millis(5), move || fired.tick())
+                    .unwrap();
+                created.push(Box::new(timer));
+                let worker = node.create_worker(0usize);
+                let ran = Arc::clone(&countdown);
+                drop(worker.run(move |count: &mut usize| {
+                    *count += 1;
+                    ran.tick();
+                }));
+                created.push(Box::new(worker));
+                let server = node
+                    .create_service::<SetBool, _>(service.as_str(), |request: SetBool_Request| {
+                        SetBool_Response {
+                            success: request.data,
+                            message: String::new(),
+                        }
+                    })
+                    .unwrap();
+                created.push(Box::new(server));
+                let client = node.create_client::<SetBool>(service.as_str()).unwrap();
+                let answered = Arc::clone(&countdown);
+                let ready = client.notify_on_service_ready();
+                let calling = Arc::clone(&client);
+                drop(node.commands().run(async move {
+                    let _ = ready.await;
+                    let response: SetBool_Response = calling
+                        .call(SetBool_Request { data: true })
+                        .unwrap()
+                        .await
+                        .unwrap();
+                    assert!(response.success);
+                    answered.tick();
+                }));
+                created.push(Box::new(client));
+            })
+            .unwrap()
+    };
+    // The stream goes on until the subscription made inside the callback hears it.
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(1000))
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let publishing = support::publish_until(publisher, &stop, Some(Duration::from_millis(2)));
+    spin_until(&mut executor, done);
+    stop.store(true, Ordering::Relaxed);
+    publishing.join().unwrap();
+    assert_eq!(created.lock().unwrap().len(), 5, "the callback ran once");
+    created.lock().unwrap().clear();
+}
