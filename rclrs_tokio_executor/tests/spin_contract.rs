@@ -204,9 +204,10 @@ fn a_spin_once_on_an_executor_without_nodes_waits_for_its_timeout(make: MakeExec
     }
 }
 
-fn a_spin_once_polls_every_async_task_queued_before_it(make: MakeExecutor) {
-    // The basic executor runs its ready tasks before it waits; what it reports then
-    // differs (it waits for its timeout), what ran must not.
+fn a_spin_once_polls_every_queued_async_task_and_waits_for_other_work(make: MakeExecutor) {
+    // The basic executor runs its ready tasks beside its wait: they are not the unit of
+    // work a spin_once waits for, so with nothing else ready it waits out its timeout
+    // and reports it.
     const TASKS: usize = 20;
     let mut w = with_waiting_messages_in(isolated_context(), make, 0);
     let _ = w
@@ -219,10 +220,17 @@ fn a_spin_once_polls_every_async_task_queued_before_it(make: MakeExecutor) {
             ran.fetch_add(1, Ordering::SeqCst);
         }));
     }
-    let _ = w
+    let started = Instant::now();
+    let errors = w
         .executor
         .spin(SpinOptions::spin_once().timeout(Duration::from_millis(300)));
+    let took = started.elapsed();
     assert_eq!(ran.load(Ordering::SeqCst), TASKS);
+    assert_eq!(kinds(&errors), ["Timeout"], "{errors:?}");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(300) + OVERRUN_BOUND,
+        "a 300 ms spin_once with only tasks to run took {took:?}"
+    );
 }
 
 fn every_zero_timeout_spin_runs_a_timer_that_is_always_due(make: MakeExecutor) {
@@ -412,8 +420,8 @@ macro_rules! suite {
                 super::a_spin_once_on_an_executor_without_nodes_waits_for_its_timeout(MAKE)
             }
             #[test]
-            fn a_spin_once_polls_every_async_task_queued_before_it() {
-                super::a_spin_once_polls_every_async_task_queued_before_it(MAKE)
+            fn a_spin_once_polls_every_queued_async_task_and_waits_for_other_work() {
+                super::a_spin_once_polls_every_queued_async_task_and_waits_for_other_work(MAKE)
             }
             #[test]
             fn every_zero_timeout_spin_runs_a_timer_that_is_always_due() {

@@ -13,7 +13,10 @@
 //!
 //! [`TaskCounters`] count the tasks spawned and those polled once: a spin's backlog
 //! includes the tasks spawned before it began, so a `spin_once` polls every one of
-//! them, as the basic executor runs its ready tasks before it waits.
+//! them, as the basic executor runs its ready tasks before it waits. A task is not the
+//! unit of work a `spin_once` ends on, though: the basic executor runs tasks beside its
+//! wait set, and only what the wait set finds ready ends a `spin_once` (with nothing
+//! else ready, it waits out its timeout and reports it).
 
 use crate::runtime::{entity::Entity, hand_over, panics::log_panic, shared::ExecutorShared};
 use futures::future::BoxFuture;
@@ -95,19 +98,14 @@ pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'sta
                         let poll = poll_contained(&mut task, cx, &shared, None);
                         // Counted before the flight ends, which tells a waiting spin.
                         let first_poll = unpolled.take().is_some();
-                        match poll {
-                            Poll::Ready(_) => {
-                                flight.finish_with_work();
-                                Poll::Ready(true)
-                            }
-                            Poll::Pending => {
-                                drop(flight);
-                                if first_poll {
-                                    shared.gate.progressed();
-                                }
-                                Poll::Pending
-                            }
+                        // Not the unit of work a `spin_once` waits for: the basic
+                        // executor runs its tasks beside its wait set, which alone ends
+                        // the spin. Progress on the backlog is still announced.
+                        drop(flight);
+                        if first_poll || poll.is_ready() {
+                            shared.gate.progressed();
                         }
+                        poll.map(|_| true)
                     }
                 }
             })

@@ -18,7 +18,8 @@
 //!   executor refuses it;
 //! - `only_next_available_work`: once a unit of work has run and the backlog (below)
 //!   has had its pass. Entities added since the previous spin count as a unit of work,
-//!   as the guard condition they trigger does for the basic executor's wait set;
+//!   as the guard condition they trigger does for the basic executor's wait set; an
+//!   async task does not, as the basic executor runs its tasks beside its wait set;
 //! - a runtime passed as `runtime_handle` that has not run a task of ours after
 //!   [`RUNTIME_PROBE`]: reported with the error [`is_runtime_not_driven_error`]
 //!   recognises, instead of waiting for ever.
