@@ -88,3 +88,45 @@ pub(crate) fn entities_created_inside_a_callback_serve_in_the_same_spin(make: Ma
     assert_eq!(created.lock().unwrap().len(), 5, "the callback ran once");
     created.lock().unwrap().clear();
 }
+
+pub(crate) fn a_callback_can_spin_another_executor(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut outer = make(&context);
+    let inner = Arc::new(Mutex::new(make(&context)));
+    let inner_node = inner
+        .lock()
+        .unwrap()
+        .create_node(unique("inner").as_str())
+        .unwrap();
+    let inner_fired = Arc::new(AtomicUsize::new(0));
+    let _inner_timer = {
+        let fired = Arc::clone(&inner_fired);
+        inner_node
+            .create_timer_repeating(Duration::from_millis(5), move || {
+                fired.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap()
+    };
+    let outer_node = outer.create_node(unique("outer").as_str()).unwrap();
+    let (countdown, done) = Countdown::new(1);
+    let _outer_timer = {
+        let inner = Arc::clone(&inner);
+        let fired = Arc::clone(&inner_fired);
+        outer_node
+            .create_timer_oneshot(Duration::from_millis(1), move || {
+                // A blocking spin of a second executor, from inside this one's callback.
+                let mut inner = inner.lock().unwrap();
+                let deadline = Instant::now() + PATIENCE;
+                while fired.load(Ordering::SeqCst) < 3 && Instant::now() < deadline {
+                    let _ = inner.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+                }
+                countdown.tick();
+            })
+            .unwrap()
+    };
+    spin_until(&mut outer, done);
+    assert!(
+        inner_fired.load(Ordering::SeqCst) >= 3,
+        "the inner executor ran no timer"
+    );
+}

@@ -199,6 +199,10 @@ macro_rules! suite {
                 super::entities_created_inside_a_callback_serve_in_the_same_spin(MAKE)
             }
             #[test]
+            fn a_callback_can_spin_another_executor() {
+                super::a_callback_can_spin_another_executor(MAKE)
+            }
+            #[test]
             fn two_executors_on_two_threads_serve_each_other() {
                 super::two_executors_on_two_threads_serve_each_other(MAKE)
             }
