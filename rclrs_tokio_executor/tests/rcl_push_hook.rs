@@ -478,27 +478,33 @@ fn dropping_entities_while_messages_arrive_never_calls_freed_memory() {
     }
 }
 
+/// How long the teardown test may run under valgrind (it takes seconds).
+const VALGRIND_PATIENCE: Duration = Duration::from_secs(300);
+
 /// Run the teardown test in a child process under valgrind, bounded in time, and fail
-/// on any invalid read, write or free: a callback into freed memory shows up there.
+/// on any invalid read, write or free: a callback into freed memory shows up there. A
+/// child still running after [`VALGRIND_PATIENCE`] fails the test with its threads'
+/// stacks (through valgrind's gdb server), so a hang says where it hangs.
 #[test]
 fn teardown_is_clean_under_valgrind() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
     if std::env::var_os("RCLRS_TOKIO_UNDER_VALGRIND").is_some() {
         return; // this is the child
     }
-    let valgrind = std::process::Command::new("valgrind")
-        .arg("--version")
-        .output();
+    let valgrind = Command::new("valgrind").arg("--version").output();
     assert!(
         valgrind.is_ok(),
         "valgrind is required for this test (apt-get install valgrind)"
     );
     let exe = std::env::current_exe().unwrap();
-    let mut child = std::process::Command::new("timeout")
-        .args(["--signal=KILL", "600", "valgrind", "--error-exitcode=97"])
+    let mut child = Command::new("valgrind")
         .args([
+            "--error-exitcode=97",
             "--errors-for-leak-kinds=none",
             "--leak-check=no",
             "--track-origins=no",
+            "--vgdb=yes",
         ])
         .arg(&exe)
         .args([
@@ -508,17 +514,47 @@ fn teardown_is_clean_under_valgrind() {
         ])
         .env("RCLRS_TOKIO_UNDER_VALGRIND", "1")
         .env("RCLRS_TOKIO_TEARDOWN_CYCLES", "100")
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let stderr = {
-        use std::io::Read;
-        let mut s = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
-        s
+    // Read on a thread of its own, so that the wait below can give up.
+    let mut pipe = child.stderr.take().unwrap();
+    let reading = std::thread::spawn(move || {
+        let mut stderr = String::new();
+        let _ = pipe.read_to_string(&mut stderr);
+        stderr
+    });
+    let deadline = Instant::now() + VALGRIND_PATIENCE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     };
-    let status = child.wait().unwrap();
+    let Some(status) = status else {
+        let stacks = Command::new("gdb")
+            .args(["-batch", "-nx", "-ex", "set pagination off", "-ex"])
+            .arg(format!("target remote | vgdb --pid={}", child.id()))
+            .args(["-ex", "thread apply all bt"])
+            .arg(&exe)
+            .stdin(Stdio::null())
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+            .unwrap_or_else(|err| format!("(no stacks: gdb failed: {err})"));
+        let _ = child.kill();
+        let _ = child.wait();
+        let stderr = reading.join().unwrap_or_default();
+        panic!(
+            "the teardown test under valgrind still ran after {VALGRIND_PATIENCE:?}; \
+             its threads:\n{stacks}\nthe end of its stderr:\n{}",
+            last_lines(&stderr, 40)
+        );
+    };
+    let stderr = reading.join().unwrap();
     let invalid: Vec<&str> = stderr
         .lines()
         .filter(|l| {
@@ -535,6 +571,12 @@ fn teardown_is_clean_under_valgrind() {
     assert!(
         status.success() || status.code() == Some(97),
         "the teardown test failed under valgrind ({status}):\n{}",
-        stderr.lines().rev().take(40).collect::<Vec<_>>().join("\n")
+        last_lines(&stderr, 40)
     );
+}
+
+/// The last `n` lines of `text`, in order.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }

@@ -229,7 +229,8 @@ impl Drop for Watching<'_> {
 }
 
 impl InFlight<'_> {
-    /// End the flight and count it as work done (a callback ran, a task made progress).
+    /// End the flight and count it as work done (a callback ran; an async task never
+    /// counts, see `async_tasks`).
     pub(crate) fn finish_with_work(self) {
         let gate = self.gate;
         std::mem::forget(self);
