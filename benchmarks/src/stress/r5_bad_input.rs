@@ -1,7 +1,7 @@
 //! R5, bad input: invalid node and topic names, a service called with the wrong type,
 //! `spin()` inside a Tokio runtime (and on the one its Workers need), entities created
-//! after the executor was dropped, very large and zero timeouts, and a runtime handle
-//! nobody drives. Each must end in a typed error (or, where there is no error to give,
+//! after the executor was dropped, very large and zero timeouts, a runtime handle
+//! nobody drives, and options no thread can carry (a thread name with a NUL byte). Each must end in a typed error (or, where there is no error to give,
 //! an orderly outcome), never a panic or a hang. Outcomes are reported for both
 //! executors; the checks hold the Tokio executor to them (the basic executor panics on
 //! `Duration::MAX`, for one).
@@ -10,7 +10,7 @@ use super::common::{unique, BoxError, CaseResult, ExecutorKind, Scale, Watchdog}
 use rclrs::*;
 use rclrs_tokio_executor::{
     is_runtime_not_driven_error, is_spin_inside_runtime_error, CreateTokioExecutor,
-    TokioExecutorOptions,
+    TokioExecutorError, TokioExecutorOptions,
 };
 use ros_env::std_msgs::msg::UInt64;
 use ros_env::std_srvs::srv::{
@@ -234,6 +234,17 @@ fn undriven_runtime_handle() -> Result<Outcome, BoxError> {
     )))
 }
 
+fn unusable_thread_name() -> Result<Outcome, BoxError> {
+    let context = Context::default_from_env()?;
+    match context.create_tokio_executor_with(TokioExecutorOptions::new().thread_name("r5\0name")) {
+        Err(err @ TokioExecutorError::InvalidThreadName(_)) => {
+            Ok(Ok(format!("typed error: {err}")))
+        }
+        Err(other) => Ok(Err(format!("another error: {other}"))),
+        Ok(_) => Ok(Err("the executor was created".to_string())),
+    }
+}
+
 /// One bad-input case, run once.
 type BadInputCase = Box<dyn FnOnce() -> Result<Outcome, BoxError>>;
 
@@ -258,6 +269,7 @@ pub fn run(kind: ExecutorKind, scale: Scale) -> Result<CaseResult, BoxError> {
     ];
     if kind == ExecutorKind::Tokio {
         cases.push(("undriven_runtime_handle", Box::new(undriven_runtime_handle)));
+        cases.push(("unusable_thread_name", Box::new(unusable_thread_name)));
     }
     for (name, case) in cases {
         let _watchdog = Watchdog::arm("r5_bad_input", kind, scale, name, Duration::from_secs(20));
