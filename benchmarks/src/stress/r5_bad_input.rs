@@ -1,10 +1,10 @@
 //! R5, bad input: invalid node and topic names, a service called with the wrong type,
 //! `spin()` inside a Tokio runtime (and on the one its Workers need), entities created
 //! after the executor was dropped, very large and zero timeouts, a runtime handle
-//! nobody drives, and options no thread can carry (a thread name with a NUL byte). Each must end in a typed error (or, where there is no error to give,
-//! an orderly outcome), never a panic or a hang. Outcomes are reported for both
-//! executors; the checks hold the Tokio executor to them (the basic executor panics on
-//! `Duration::MAX`, for one).
+//! nobody drives, and a thread name with a NUL byte. Each must end in a typed error
+//! (or, where there is no error to give, an orderly outcome), never a panic or a hang.
+//! Outcomes are reported for both executors; the checks hold the Tokio executor to them
+//! (the basic executor panics on `Duration::MAX`, for one).
 
 use super::common::{unique, BoxError, CaseResult, ExecutorKind, Scale, Watchdog};
 use rclrs::*;

@@ -1,5 +1,5 @@
-//! Entities created from inside a callback, while the executor spins: they serve in the
-//! same spin, as entities created before it do.
+//! What a callback may do while the executor spins: create entities, which serve in the
+//! same spin as entities created before it do, and spin another executor.
 
 use super::*;
 use std::any::Any;
@@ -15,7 +15,7 @@ pub(crate) fn entities_created_inside_a_callback_serve_in_the_same_spin(make: Ma
     let topic = unique("created_topic");
     let service = unique("created_service");
     let created: Created = Arc::default();
-    // Three things must happen, all from entities born inside the first timer callback:
+    // Four things must happen, all from entities born inside the first timer callback:
     // a subscription hears the stream, a timer fires, a new Worker runs its work, and a
     // service answers a client made in the same callback.
     let (countdown, done) = Countdown::new(4);
@@ -49,16 +49,8 @@ pub(crate) fn entities_created_inside_a_callback_serve_in_the_same_spin(make: Ma
                     ran.tick();
                 }));
                 created.push(Box::new(worker));
-                let server = node
-                    .create_service::<SetBool, _>(service.as_str(), |request: SetBool_Request| {
-                        SetBool_Response {
-                            success: request.data,
-                            message: String::new(),
-                        }
-                    })
-                    .unwrap();
+                let (server, client) = support::echo_service(&node, &service);
                 created.push(Box::new(server));
-                let client = node.create_client::<SetBool>(service.as_str()).unwrap();
                 let answered = Arc::clone(&countdown);
                 let ready = client.notify_on_service_ready();
                 let calling = Arc::clone(&client);

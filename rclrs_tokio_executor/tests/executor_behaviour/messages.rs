@@ -449,6 +449,5 @@ pub(crate) fn two_executors_on_two_threads_serve_each_other(make: MakeExecutor) 
     }));
     spin_until(&mut first, done);
     let _ = finished_tx.send(());
-    let second = serving.join().unwrap();
-    drop(second);
+    serving.join().unwrap();
 }
