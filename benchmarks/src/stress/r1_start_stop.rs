@@ -1,7 +1,7 @@
 //! R1, spin start and stop under load: a thousand short spins and `spin_once` calls,
 //! with pauses between them, under a 20 kHz reliable stream whose depth covers what
 //! piles up during a pause. A node-level and a Worker subscription must each receive
-//! every message once, in order.
+//! every message once, in order, and no spin may report an error other than its timeout.
 
 use super::common::{paced_publisher, unique, wait_matched, CaseResult, ExecutorKind, Scale};
 use rclrs::*;
@@ -38,6 +38,30 @@ impl Track {
     }
 }
 
+/// The errors spins reported, other than the timeout every timed spin ends with.
+#[derive(Debug, Default)]
+struct SpinErrors {
+    count: usize,
+    first: Option<String>,
+}
+
+impl SpinErrors {
+    fn note(&mut self, errors: Vec<RclrsError>) {
+        for error in errors {
+            if !matches!(
+                error,
+                RclrsError::RclError {
+                    code: RclReturnCode::Timeout,
+                    ..
+                }
+            ) {
+                self.count += 1;
+                self.first.get_or_insert_with(|| error.to_string());
+            }
+        }
+    }
+}
+
 /// Run R1 against `kind`.
 pub fn run(kind: ExecutorKind, scale: Scale) -> Result<CaseResult, super::common::BoxError> {
     let mut result = CaseResult::new("r1_start_stop", kind, scale);
@@ -69,13 +93,14 @@ pub fn run(kind: ExecutorKind, scale: Scale) -> Result<CaseResult, super::common
     let publishing = paced_publisher(publisher, RATE_HZ, Arc::clone(&stop), |n| UInt64 {
         data: n,
     });
+    let mut errors = SpinErrors::default();
     for cycle in 0..cycles {
         let options = if cycle % 2 == 0 {
             SpinOptions::default().timeout(Duration::from_millis(1 + cycle % 3))
         } else {
             SpinOptions::spin_once().timeout(Duration::from_millis(5))
         };
-        executor.spin(options);
+        errors.note(executor.spin(options));
         std::thread::sleep(Duration::from_millis(1));
     }
     stop.store(true, Ordering::Relaxed);
@@ -86,16 +111,24 @@ pub fn run(kind: ExecutorKind, scale: Scale) -> Result<CaseResult, super::common
     let all_in =
         || on_node.lock().unwrap().received >= sent && on_worker.lock().unwrap().received >= sent;
     while !all_in() && Instant::now() < deadline {
-        executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+        errors.note(executor.spin(SpinOptions::default().timeout(Duration::from_millis(50))));
     }
-    executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+    errors.note(executor.spin(SpinOptions::default().timeout(Duration::from_millis(50))));
 
     result.figure("cycles", cycles);
     result.figure("sent", sent);
+    result.figure("spin_errors", errors.count);
+    result.check(errors.count == 0, || {
+        format!(
+            "spins reported {} errors other than a timeout, first: {:?}",
+            errors.count, errors.first
+        )
+    });
     for (name, track) in [("node", &on_node), ("worker", &on_worker)] {
         let track = track.lock().unwrap();
         let lost = sent.saturating_sub(track.received - track.duplicated);
         result.figure(&format!("{name}_received"), track.received);
+        result.figure(&format!("{name}_next"), track.next);
         result.figure(&format!("{name}_lost"), lost);
         result.figure(&format!("{name}_duplicated"), track.duplicated);
         result.figure(&format!("{name}_reordered"), track.reordered);
