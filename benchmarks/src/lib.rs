@@ -33,6 +33,18 @@ pub fn thread_cpu_ns() -> i64 {
     t.tv_sec * 1_000_000_000 + t.tv_nsec
 }
 
+/// Whether `error` is the `Timeout` a timed spin (or an rcl wait) ends with, rather than
+/// a fault.
+pub fn is_timeout(error: &rclrs::RclrsError) -> bool {
+    matches!(
+        error,
+        rclrs::RclrsError::RclError {
+            code: rclrs::RclReturnCode::Timeout,
+            ..
+        }
+    )
+}
+
 /// Upper edges (µs) of the timer jitter histogram (`timer_jitter_hist`), shared with the
 /// C++ timer node and the harness.
 pub const JITTER_HISTOGRAM_EDGES_US: [f64; 10] =

@@ -47,17 +47,9 @@ struct SpinErrors {
 
 impl SpinErrors {
     fn note(&mut self, errors: Vec<RclrsError>) {
-        for error in errors {
-            if !matches!(
-                error,
-                RclrsError::RclError {
-                    code: RclReturnCode::Timeout,
-                    ..
-                }
-            ) {
-                self.count += 1;
-                self.first.get_or_insert_with(|| error.to_string());
-            }
+        for error in errors.iter().filter(|e| !crate::is_timeout(e)) {
+            self.count += 1;
+            self.first.get_or_insert_with(|| error.to_string());
         }
     }
 }

@@ -14,7 +14,7 @@
 
 use super::Config;
 use crate::{raw_push, raw_rcl};
-use rclrs::{Context, CreateBasicExecutor, Executor, RclReturnCode, RclrsError, SpinOptions};
+use rclrs::{Context, CreateBasicExecutor, Executor, SpinOptions};
 use rclrs_tokio_executor::capture::CaptureRuntime;
 use rclrs_tokio_executor::{CreateTokioExecutor, ExecutorStats, TokioExecutorOptions};
 use std::sync::{
@@ -116,15 +116,7 @@ impl Setup {
                     return Ok(executor);
                 }
                 let errors = executor.spin(SpinOptions::default().until_promise_resolved(rx));
-                let only_timeouts = errors.iter().all(|e| {
-                    matches!(
-                        e,
-                        RclrsError::RclError {
-                            code: RclReturnCode::Timeout,
-                            ..
-                        }
-                    )
-                });
+                let only_timeouts = errors.iter().all(crate::is_timeout);
                 match errors.first() {
                     Some(err) if !only_timeouts => return Err(err.to_string()),
                     _ if stop.load(Ordering::SeqCst) => return Ok(executor),
