@@ -43,24 +43,25 @@ def test_the_basic_executor_passes_what_applies_to_it(case):
     # R2 takes the basic executor minutes, R3 does not apply (it does not contain panics)
     # and R7 fails on its thread count by design; the full suite reports all three.
     result, proc = stress(case, 'basic')
-    if case == 'r1-start-stop' and basic_node_subscription_stalled(result):
-        # The reference executor's own known fault (README, "Reliability suite"): its
-        # node-level subscription stops hearing the stream in about 1 of 500 runs on a
-        # busy 2-core machine. One more run tells that fault from a new one; the Tokio
-        # executor gets no second run.
+    if case == 'r1-start-stop' and basic_node_subscription_fell_behind(result):
+        # The reference executor's own known fault (README, "Reliability suite"): in one
+        # run of a few hundred on a busy 2-core machine, its node-level subscription falls
+        # more than R1's depth behind the stream and the oldest messages go. One more run
+        # tells that from a new fault; the Tokio executor gets no second run.
         result, proc = stress(case, 'basic')
     assert_passed(result, proc)
 
 
-def basic_node_subscription_stalled(result):
-    """Whether R1 failed only because the node-level subscription stopped early: every
-    message it got was in order and the Worker subscription got them all."""
+def basic_node_subscription_fell_behind(result):
+    """Whether R1 failed only because the node-level subscription lost messages: the
+    Worker subscription got them all, nothing came twice or out of order, and no spin
+    reported an error."""
     figures = result['figures']
     return (not result['passed']
             and len(result['failures']) == 1
             and figures['worker_lost'] == 0 and figures['spin_errors'] == 0
             and figures['node_duplicated'] == 0 and figures['node_reordered'] == 0
-            and figures['node_received'] == figures['node_next'] < figures['sent'])
+            and figures['node_lost'] > 0)
 
 
 def test_sim_clock_timers_fire_as_with_the_basic_executor():

@@ -14,7 +14,13 @@ use std::sync::{
 use std::time::{Duration, Instant};
 
 const RATE_HZ: f64 = 20_000.0;
-const DEPTH: u32 = 20_000;
+/// The most a Fast DDS reader holds, whatever depth is asked for: its default
+/// `max_samples` resource limit. A reliable keep-last subscription deeper than this
+/// rejects the sample that finds 5,000 waiting, and in one process that reader then never
+/// delivers another (the later samples wait behind the rejected one, which is not sent
+/// again; README, "Reliability suite"). At this depth a backlog that overflows loses its
+/// oldest messages instead, as keep-last says.
+const DEPTH: u32 = 5_000;
 
 /// What one subscription saw of the sequence numbers.
 #[derive(Debug, Default, Serialize)]
