@@ -4,7 +4,7 @@
 //! subscription, takes until `TAKE_FAILED`. It is the fastest this rmw and rclrs's own
 //! take path allow, the limit every executor is measured against.
 
-use rclrs::{Context, RclPrimitiveKind, RclReturnCode, RclrsError, WaitSet};
+use rclrs::{Context, RclPrimitiveKind, RclrsError, WaitSet};
 use rclrs_tokio_executor::capture::CapturedWorker;
 use std::sync::{
     atomic::{AtomicBool, Ordering},
@@ -39,10 +39,7 @@ pub fn drain_loop(
         match result {
             Ok(()) => {}
             // Nothing arrived within the wait's timeout: check `stop` and wait again.
-            Err(RclrsError::RclError {
-                code: RclReturnCode::Timeout,
-                ..
-            }) => {}
+            Err(err) if crate::is_timeout(&err) => {}
             Err(err) => return Err(err),
         }
     }
