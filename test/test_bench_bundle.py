@@ -8,7 +8,8 @@ temporary directory and:
 - runs the harness through the bundle's `run` with `env -i` and the build tree (the
   overlay's `.ros`, `install` and `build`, every AMENT_PREFIX_PATH prefix and the build
   Python's library folder) hidden under empty tmpfs mounts in a private mount namespace
-  (`unshare -m`), and checks that it wrote the JSON, CSV and Markdown results.
+  (`unshare -m`), and checks that it wrote the JSON, CSV and Markdown results; then,
+  where valgrind is installed, `run instructions` the same way.
 """
 
 import json
@@ -108,3 +109,14 @@ def test_the_bundle_runs_with_an_empty_environment_and_the_build_tree_hidden(bun
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()
     assert document['machine']['commit'] == (commit or 'unknown')
+
+    # `run instructions`: the same nodes under callgrind, from the bundle alone.
+    if shutil.which('valgrind') is None:
+        return
+    run = (f'{hide} && cd {tmp_path} && env -i {bundle}/run instructions --executors '
+           'rclrs_tokio --rate-hz 200 --warmup 6 --window 2')
+    ran = subprocess.run(['unshare', '-m', '--propagation', 'private', 'sh', '-c', run],
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    counted = json.loads((results / 'instructions.json').read_text())
+    assert counted['runs'][0]['per_message']['receive_side'] > 0, counted

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks' / 'harness'))
 
@@ -237,3 +239,57 @@ def test_a_variant_is_compared_with_the_scenario_it_varies():
     assert compared_scenario('fanout_shared_64KB') == 'fanout_64KB'
     assert compared_scenario('fanout_shared_on_worker_1kHz') == 'fanout_1kHz'
     assert compared_scenario('throughput_0B_xproc') == 'throughput_0B_xproc'
+
+
+def test_instructions_per_message_are_counted_under_callgrind(tmp_path):
+    """instructions.py for real: two executors, a short window at a low rate. Every
+    message costs the publishing thread and the receive side some thousands of
+    instructions, and the window's messages are the publishes counted in the dump."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / 'benchmarks' / 'harness' / 'instructions.py'),
+         '--executors', 'rclrs_tokio,raw_push', '--rate-hz', '200', '--warmup', '8',
+         '--window', '3', '--output-dir', str(tmp_path)],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    document = json.loads((tmp_path / 'instructions.json').read_text())
+    assert document['failures'] == [] and document['machine']['cpu']
+    runs = {r['executor']: r for r in document['runs']}
+    assert set(runs) == {'rclrs_tokio', 'raw_push'}
+    for run in runs.values():
+        # 200 Hz for 3 s, give or take what valgrind's start-up and the load shift.
+        assert 200 <= run['messages'] <= 1200, run
+        per = run['per_message']
+        assert 2_000 < per['publishing_thread'] < 200_000, run
+        assert 2_000 < per['receive_side'] < 200_000, run
+        assert per['process'] == pytest.approx(
+            per['publishing_thread'] + per['receive_side'], abs=2), run
+        assert run['node']['drop_pct'] == 0.0, run
+    assert '| cpu_10kHz | rclrs_tokio |' in (tmp_path / 'instructions.md').read_text()
+
+
+def test_a_callgrind_dump_is_read_per_thread(tmp_path):
+    from instructions import parse_thread_dump, with_rate
+    # Name compression: "(id) name" defines a name, "(id)" alone reuses it.
+    dump = tmp_path / 'cg.1.1-02'
+    dump.write_text('\n'.join([
+        'events: Ir', 'fn=(1) 0x00000000002a8d10',
+        '0 40', 'cfn=(2) rcl_publish', 'calls=30 0', '0 900', 'cfn=(3) clock_gettime',
+        'calls=60 0', '0 100', 'cfn=(2)', 'calls=12 0', '0 300', 'summary: 1340', '']))
+    assert parse_thread_dump(dump) == {'instructions': 1340, 'publishes': 42,
+                                       'publisher': True}
+    other = tmp_path / 'cg.1.1-03'
+    other.write_text('events: Ir\nfn=(1) tokio::runtime::park\n0 77\ntotals: 77\n')
+    assert parse_thread_dump(other) == {'instructions': 77, 'publishes': 0,
+                                        'publisher': False}
+    assert with_rate(['--payload', '0', '--rate-hz', '10000'], 500) == \
+        ['--payload', '0', '--rate-hz', '500']
+
+
+def test_instructions_refuses_what_it_cannot_count(tmp_path):
+    script = str(ROOT / 'benchmarks' / 'harness' / 'instructions.py')
+    for args in (['--scenarios', 'throughput_0B_xproc'], ['--rate-hz', '0'],
+                 ['--executors', 'no_such_executor']):
+        proc = subprocess.run([sys.executable, script, *args, '--output-dir', str(tmp_path)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert 'error:' in proc.stderr, (args, proc.stderr)

@@ -17,10 +17,11 @@ Run it in a shell with the overlay sourced (`make bench-bundle` does that). What
   prefixes' libraries;
 - `prefix/share/ament_index/resource_index/`: the prefixes' indexes merged, the first
   prefix on AMENT_PREFIX_PATH winning, as it does at run time;
-- `harness/`: bench.py, report.py and scenarios.py, with a `COMMIT` file (the bundle
-  needs no git);
+- `harness/`: bench.py, instructions.py, report.py and scenarios.py, with a `COMMIT`
+  file (the bundle needs no git);
 - `run`: sets AMENT_PREFIX_PATH and LD_LIBRARY_PATH to the bundle and starts the harness
-  with its results in `./bench-results` (any bench.py flag can follow).
+  with its results in `./bench-results` (any bench.py flag can follow); `run
+  instructions` starts instructions.py instead (where valgrind is installed).
 
 The nodes are linked with an absolute RPATH into the build tree, which the loader
 searches before LD_LIBRARY_PATH; the bundle rewrites every absolute search path to an
@@ -53,7 +54,7 @@ NODES = {
     'rclrs_tokio_benchmarks': ['bench_node', 'timer_node'],
     'rclcpp_events_bridge': ['bench_node_cpp', 'timer_node_cpp'],
 }
-HARNESS = ['bench.py', 'report.py', 'scenarios.py']
+HARNESS = ['bench.py', 'instructions.py', 'report.py', 'scenarios.py']
 # The C library and its loader: every Linux has its own, and a copy must never be used.
 SYSTEM = ('linux-vdso', 'ld-linux', 'libc.so', 'libm.so', 'libdl.so', 'libpthread.so',
           'librt.so', 'libresolv.so', 'libutil.so', 'libmvec.so')
@@ -69,6 +70,11 @@ export RMW_IMPLEMENTATION="${{RMW_IMPLEMENTATION:-{rmw}}}"
 export ROS_AUTOMATIC_DISCOVERY_RANGE="${{ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}}"
 export ROS_LOG_DIR="${{ROS_LOG_DIR:-$PWD/bench-results/ros-log}}"
 PATH="${{PATH:-/usr/local/bin:/usr/bin:/bin}}"
+# `run instructions [flags]`: instructions per message under callgrind instead.
+if [ "$1" = instructions ]; then
+    shift
+    exec python3 "$here/harness/instructions.py" --output-dir "$PWD/bench-results" "$@"
+fi
 exec python3 "$here/harness/bench.py" --output-dir "$PWD/bench-results" "$@"
 """
 

@@ -63,6 +63,9 @@ impl Drop for Unpolled {
 
 thread_local! {
     static INLINE: RefCell<Option<Vec<BoxFuture<'static, ()>>>> = const { RefCell::new(None) };
+    /// An empty queue kept for the next scope on this thread, so that a callback a
+    /// message costs no allocation of its own for the one future it returns.
+    static SPARE: RefCell<Vec<BoxFuture<'static, ()>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Spawn `task` on the executor's runtime, polled only while spinning; or, inside an
@@ -148,7 +151,8 @@ pub(crate) struct InlineScope {
 
 impl InlineScope {
     pub(crate) fn begin() -> Self {
-        let previous = INLINE.with(|inline| inline.borrow_mut().replace(Vec::new()));
+        let queue = SPARE.with(|spare| std::mem::take(&mut *spare.borrow_mut()));
+        let previous = INLINE.with(|inline| inline.borrow_mut().replace(queue));
         Self {
             previous,
             active: true,
@@ -163,11 +167,13 @@ impl InlineScope {
         self.active = false;
         let collected = INLINE
             .with(|inline| std::mem::replace(&mut *inline.borrow_mut(), self.previous.take()));
-        let Some(collected) = collected else { return 0 };
+        let Some(mut collected) = collected else {
+            return 0;
+        };
         let waker = futures::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
         let mut panics = 0;
-        for mut task in collected {
+        for mut task in collected.drain(..) {
             match poll_contained(&mut task, &mut cx, shared, entity) {
                 Poll::Ready(panicked) => panics += u64::from(panicked),
                 // The spawned task polls it again right away with a real waker, so a
@@ -175,6 +181,12 @@ impl InlineScope {
                 Poll::Pending => spawn_gated(shared, task),
             }
         }
+        SPARE.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.capacity() < collected.capacity() {
+                *spare = collected;
+            }
+        });
         panics
     }
 }

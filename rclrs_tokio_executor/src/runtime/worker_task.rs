@@ -238,8 +238,15 @@ impl WorkerTask {
             let pass = self.pass;
             let first = match self.stash.take() {
                 Some(item) => item,
+                // The mailbox first: a Worker woken for an item then takes it without
+                // polling its control channel too (the loop's top has just emptied that;
+                // what reaches it since waits one batch, as if sent a moment later).
                 None => tokio::select! {
                     biased;
+                    item = self.mailbox.recv() => match item {
+                        Some(item) => item,
+                        None => return None,
+                    },
                     control = self.control.recv() => {
                         match control {
                             Some(control) => if self.handle_control(control) { return None },
@@ -247,10 +254,6 @@ impl WorkerTask {
                         }
                         continue;
                     }
-                    item = self.mailbox.recv() => match item {
-                        Some(item) => item,
-                        None => return None,
-                    },
                     // Deferred entities go back into the mailbox when a new pass begins.
                     _ = shared.gate.opened_after(pass), if waiting_for_pass => continue,
                 },
@@ -341,7 +344,11 @@ impl WorkerTask {
             if ran == MAILBOX_BUDGET || turn.exhausted() {
                 break;
             }
-            next = self.mailbox.try_recv();
+            // Items are counted before they are queued: with none counted beyond those
+            // finished, the queue is empty and need not be looked at.
+            if self.counters.sent() > self.counters.finished() {
+                next = self.mailbox.try_recv();
+            }
         }
         ran == MAILBOX_BUDGET || turn.exhausted()
     }
