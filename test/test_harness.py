@@ -281,6 +281,12 @@ def test_a_callgrind_dump_is_read_per_thread(tmp_path):
     other.write_text('events: Ir\nfn=(1) tokio::runtime::park\n0 77\ntotals: 77\n')
     assert parse_thread_dump(other) == {'instructions': 77, 'publishes': 0,
                                         'publisher': False}
+    # rclcpp's intra-process publish, where a publisher never calls rcl_publish.
+    ipc = tmp_path / 'cg.1.1-04'
+    ipc.write_text('events: Ir\nfn=(1) main\n0 5\ncfn=(2) void rclcpp::experimental::'
+                   'IntraProcessManager::do_intra_process_publish<Msg>(unsigned long)\n'
+                   'calls=7 0\n0 70\nsummary: 75\n')
+    assert parse_thread_dump(ipc)['publishes'] == 7
     assert with_rate(['--payload', '0', '--rate-hz', '10000'], 500) == \
         ['--payload', '0', '--rate-hz', '500']
 

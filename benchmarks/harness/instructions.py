@@ -17,8 +17,9 @@ Method: each executor's node runs the scenario (a `message` one, in one process)
 up (500 Hz by default: under callgrind a message costs about fifty times as long).
 After the warm-up the harness zeroes the counts (`callgrind_control -z`), and after the
 window it dumps them (`callgrind_control -d`), one file per thread. The messages of
-the window are the calls to `rcl_publish` counted in the dump, and each count is
-divided by them:
+the window are the calls to `rcl_publish` counted in the dump (to rclcpp's
+intra-process publish where a publisher never reaches rcl), and each count is divided
+by them:
 - `process`: every thread of the process;
 - `publishing_thread`: the thread that publishes, which in one process also delivers
   the message to the reader and runs the push callback (or Events' enqueue, or the
@@ -69,13 +70,22 @@ def with_rate(args: list[str], rate_hz: int) -> list[str]:
     return out
 
 
+# What a publish calls once per message: rcl_publish, or, for rclcpp's intra-process
+# communication (which never reaches rcl when every subscription is in the process), the
+# intra-process manager.
+RCL_PUBLISH = 'rcl_publish'
+IPC_PUBLISH = 'rclcpp::experimental::IntraProcessManager::do_intra_process_publish<'
+
+
 def parse_thread_dump(path: Path) -> dict:
-    """One thread's dump: its total instructions and its calls to `rcl_publish` (the
-    publishing thread is the one that made some: in one process nothing else publishes,
-    and a stripped node has no other name to tell it by)."""
+    """One thread's dump: its total instructions and its publishes (calls to
+    `rcl_publish`, else to rclcpp's intra-process publish). The publishing thread is the
+    one that made some: in one process nothing else publishes, and a stripped node has no
+    other name to tell it by."""
     names: dict[str, str] = {}
     total = 0
     publishes = 0
+    ipc_publishes = 0
     callee = None
     for line in path.read_text(errors='replace').splitlines():
         if line.startswith(('fn=', 'cfn=')):
@@ -90,11 +100,15 @@ def parse_thread_dump(path: Path) -> dict:
             if line.startswith('cfn='):
                 callee = name
         elif line.startswith('calls='):
-            if callee == 'rcl_publish':
-                publishes += int(line.split('=', 1)[1].split()[0])
+            calls = int(line.split('=', 1)[1].split()[0])
+            if callee == RCL_PUBLISH:
+                publishes += calls
+            elif callee is not None and IPC_PUBLISH in callee:
+                ipc_publishes += calls
             callee = None
         elif line.startswith(('summary:', 'totals:')):
             total = max(total, int(line.split(':', 1)[1].split()[0]))
+    publishes = publishes or ipc_publishes
     return {'instructions': total, 'publishes': publishes, 'publisher': publishes > 0}
 
 

@@ -115,8 +115,11 @@ impl Drop for Turn {
         GATED_BY.with(|gate| gate.borrow_mut().take());
         WORKER.with(|counters| counters.borrow_mut().take());
         // Deferred work may defer more (it runs outside the turn, so that runs at once).
-        let deferred = AT_END.with(|at_end| std::mem::take(&mut *at_end.borrow_mut()));
-        for work in deferred {
+        let deferred = AT_END.with(|at_end| {
+            let mut at_end = at_end.borrow_mut();
+            (!at_end.is_empty()).then(|| std::mem::take(&mut *at_end))
+        });
+        for work in deferred.into_iter().flatten() {
             hand_over::later(work);
         }
     }
