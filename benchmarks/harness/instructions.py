@@ -27,7 +27,11 @@ by them:
 - `receive_side`: every other thread: the executor's threads, and the middleware's
   own, which stay idle in one process.
 valgrind runs one thread at a time, so these counts hold whatever the core count. The
-node's own JSON line (received, drops) is kept beside them. Needs valgrind; without it
+node runs with `ROS_AUTOMATIC_DISCOVERY_RANGE=OFF`: its subscriptions still match its
+own publisher, and no other ROS process on the machine can add its discovery traffic to
+the receive side (a first count beside the test suite, whose stress tests create
+thousands of entities, put up to 19,000 more instructions a message there). The node's
+own JSON line (received, drops) is kept beside them. Needs valgrind; without it
 the run says so and exits 2.
 
 Writes instructions.json and instructions.md into the output directory.
@@ -124,8 +128,12 @@ def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: floa
     vgdb_prefix = f'--vgdb-prefix={work}/vgdb'
     valgrind = ['valgrind', '--tool=callgrind', '--separate-threads=yes', '--dump-instr=no',
                 vgdb_prefix, f'--callgrind-out-file={work}/cg.%p']
+    # Discovery off: the node's own subscriptions still match its publisher, and no other
+    # ROS process on the machine (a test suite, another count) adds its discovery traffic
+    # to the middleware's threads, that is to the receive side.
+    env = {**os.environ, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'OFF'}
     proc = subprocess.Popen(valgrind + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env=env)
     try:
         time.sleep(warmup)
         zeroed = subprocess.run(['callgrind_control', vgdb_prefix, '-z', str(proc.pid)],
@@ -250,6 +258,7 @@ def main(argv=None) -> int:
                             ['benchmarks/harness/instructions.py', *(argv or sys.argv[1:])]),
         'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
         'method': {'tool': 'valgrind --tool=callgrind --separate-threads=yes',
+                   'environment': 'ROS_AUTOMATIC_DISCOVERY_RANGE=OFF',
                    'rate_hz': args.rate_hz, 'warmup_s': args.warmup,
                    'window_s': args.window,
                    'per_message': 'instructions in the window / rcl_publish calls in it'},
