@@ -141,7 +141,7 @@ def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: floa
         time.sleep(window)
         dumped = subprocess.run(['callgrind_control', vgdb_prefix, '-d', str(proc.pid)],
                                 capture_output=True, text=True, timeout=60)
-        out, err = proc.communicate(timeout=warmup + window + 300)
+        out, err = proc.communicate(timeout=warmup + window + 120)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
@@ -188,8 +188,9 @@ def markdown(document: dict) -> str:
     ]
     for run in document['runs']:
         if 'per_message' not in run:
+            why = ' '.join(str(run.get('absent') or run.get('failed')).split())
             lines.append(f'| {run["scenario"]} | {run["executor"]} | '
-                         f'{run.get("absent") or run.get("failed")} | | | |')
+                         f'{why[:160].replace("|", "/")} | | | |')
             continue
         p = run['per_message']
         lines.append(f'| {run["scenario"]} | {run["executor"]} | {run["messages"]} | '
