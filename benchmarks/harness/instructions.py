@@ -144,8 +144,9 @@ def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: floa
         out, err = proc.communicate(timeout=warmup + window + 120)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGKILL)
-        proc.communicate()
-        raise RuntimeError(f'{scenario} {executor}: the node did not end under callgrind')
+        _, err = proc.communicate()
+        raise RuntimeError(f'{scenario} {executor}: the node did not end under callgrind '
+                           f'within {warmup + window + 120:.0f} s: {err.strip()[-300:]}')
     if zeroed.returncode != 0 or dumped.returncode != 0:
         raise RuntimeError(f'{scenario} {executor}: callgrind_control failed: '
                            f'{(zeroed.stderr + dumped.stderr).strip()[-300:]}')
