@@ -71,15 +71,17 @@ pub(crate) fn wakes_quietly(index: usize) -> bool {
 /// Run the pending work now: with plain wake-ups when something else runs on this
 /// thread, quietly from its park hook.
 pub(crate) fn flush() {
-    // Work may defer more work (it then runs at once: it runs outside any turn). Most
-    // calls find nothing, and leave the empty queue where it is.
-    let pending = PENDING.with(|pending| {
-        let mut pending = pending.borrow_mut();
-        (!pending.is_empty()).then(|| std::mem::take(&mut *pending))
-    });
-    for work in pending.into_iter().flatten() {
+    // Work may defer more work (it then runs at once: it runs outside any turn).
+    for work in PENDING.with(take_queued).into_iter().flatten() {
         work();
     }
+}
+
+/// What a queue of work holds, taken out of it; `None` when it is empty (most calls, once
+/// a message), which leaves the empty queue where it is.
+pub(crate) fn take_queued(queue: &RefCell<Vec<Work>>) -> Option<Vec<Work>> {
+    let mut queue = queue.borrow_mut();
+    (!queue.is_empty()).then(|| std::mem::take(&mut *queue))
 }
 
 /// One pool thread's sleep, as the other pool threads see it.

@@ -146,6 +146,11 @@ impl MailboxReceiver {
     }
 
     pub(crate) fn try_recv(&mut self) -> Option<MailItem> {
+        // Nothing counted beyond what the Worker finished: the queue is empty, and the
+        // channel need not be looked at (after most batches, and while lingering).
+        if self.counters.unfinished() == 0 {
+            return None;
+        }
         self.rx.try_recv().ok()
     }
 

@@ -115,11 +115,7 @@ impl Drop for Turn {
         GATED_BY.with(|gate| gate.borrow_mut().take());
         WORKER.with(|counters| counters.borrow_mut().take());
         // Deferred work may defer more (it runs outside the turn, so that runs at once).
-        let deferred = AT_END.with(|at_end| {
-            let mut at_end = at_end.borrow_mut();
-            (!at_end.is_empty()).then(|| std::mem::take(&mut *at_end))
-        });
-        for work in deferred.into_iter().flatten() {
+        for work in AT_END.with(hand_over::take_queued).into_iter().flatten() {
             hand_over::later(work);
         }
     }
@@ -158,12 +154,10 @@ pub(crate) fn spin_ending() -> bool {
 /// runs (see "Sharing the Worker"); 0 outside a turn.
 pub(crate) fn items_waiting() -> u64 {
     WORKER.with(|counters| {
-        counters.borrow().as_ref().map_or(0, |counters| {
-            counters
-                .sent()
-                .saturating_sub(counters.finished())
-                .saturating_sub(1)
-        })
+        counters
+            .borrow()
+            .as_ref()
+            .map_or(0, |counters| counters.unfinished().saturating_sub(1))
     })
 }
 

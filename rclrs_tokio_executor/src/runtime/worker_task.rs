@@ -344,11 +344,7 @@ impl WorkerTask {
             if ran == MAILBOX_BUDGET || turn.exhausted() {
                 break;
             }
-            // Items are counted before they are queued: with none counted beyond those
-            // finished, the queue is empty and need not be looked at.
-            if self.counters.sent() > self.counters.finished() {
-                next = self.mailbox.try_recv();
-            }
+            next = self.mailbox.try_recv();
         }
         ran == MAILBOX_BUDGET || turn.exhausted()
     }

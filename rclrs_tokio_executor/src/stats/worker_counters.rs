@@ -131,6 +131,14 @@ impl WorkerCounters {
         self.sent.load(Ordering::SeqCst)
     }
 
+    /// Items sent and not finished: those queued and the one the Worker runs. Finished is
+    /// read first, so a 0 means the mailbox was empty when `sent` was read (every item is
+    /// counted before it is queued).
+    pub(crate) fn unfinished(&self) -> u64 {
+        let finished = self.finished();
+        self.sent().saturating_sub(finished)
+    }
+
     /// A single pass deferred an entity to the next pass.
     pub(crate) fn deferred_one(&self) {
         self.deferred.fetch_add(1, Ordering::SeqCst);
