@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -42,6 +43,25 @@ def finish(proc: subprocess.Popen, timeout: float = 60.0) -> dict:
     lines = [line for line in out.splitlines() if line.startswith('{')]
     assert lines, f'{proc.args} printed no JSON summary\nstdout:{out}\nstderr:{err}'
     return json.loads(lines[-1])
+
+
+def thread_stacks(pid: int, vgdb_prefix: str | None = None, program=None) -> str:
+    """Every thread's backtrace in the running process `pid`, through gdb (through
+    valgrind's gdbserver for `program` run under valgrind with `vgdb_prefix`), so that a
+    test can say where a process it gives up on was stuck."""
+    if shutil.which('gdb') is None:
+        return '(no gdb on this machine: no stacks)'
+    if vgdb_prefix is None:
+        target = ['-p', str(pid)]
+    else:
+        target = [str(program), '-ex',
+                  f'target remote | vgdb --vgdb-prefix={vgdb_prefix} --pid={pid}']
+    try:
+        proc = subprocess.run(['gdb', '-batch', '-nx', *target, '-ex', 'thread apply all bt'],
+                              capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return '(gdb did not finish within 120 s: no stacks)'
+    return proc.stdout + proc.stderr
 
 
 @pytest.fixture

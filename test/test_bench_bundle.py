@@ -114,7 +114,7 @@ def test_the_bundle_runs_with_an_empty_environment_and_the_build_tree_hidden(bun
     if shutil.which('valgrind') is None:
         return
     run = (f'{hide} && cd {tmp_path} && env -i {bundle}/run instructions --executors '
-           'rclrs_tokio --rate-hz 200 --warmup 6 --window 2')
+           'rclrs_tokio --rate-hz 200 --warmup 2 --window 2')
     ran = subprocess.run(['unshare', '-m', '--propagation', 'private', 'sh', '-c', run],
                          capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]

@@ -247,7 +247,7 @@ def test_instructions_per_message_are_counted_under_callgrind(tmp_path):
     instructions, and the window's messages are the publishes counted in the dump."""
     proc = subprocess.run(
         [sys.executable, str(ROOT / 'benchmarks' / 'harness' / 'instructions.py'),
-         '--executors', 'rclrs_tokio,raw_push', '--rate-hz', '200', '--warmup', '8',
+         '--executors', 'rclrs_tokio,raw_push', '--rate-hz', '200', '--warmup', '3',
          '--window', '3', '--output-dir', str(tmp_path)],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -11,15 +11,28 @@ import subprocess
 
 import pytest
 
-from conftest import installed_executable
+from conftest import installed_executable, thread_stacks
 
 VALGRIND_ROUNDS = 500
 
 
-def stress(case, executor, *extra, prefix=(), timeout=600):
+def stress(case, executor, *extra, prefix=(), timeout=180, vgdb_prefix=None):
+    """Run one case. Each takes seconds (R7, the longest, 30 s); one still running after
+    `timeout` is stuck, and fails its test with every thread's stack, well inside the
+    900 s that CTest gives this whole file."""
     binary = installed_executable('rclrs_tokio_benchmarks', 'stress')
     cmd = [*prefix, str(binary), case, '--executor', executor, *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as running:
+        try:
+            out, err = running.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stacks = thread_stacks(running.pid, vgdb_prefix, binary)
+            running.kill()
+            out, err = running.communicate()
+            pytest.fail(f'{cmd} was still running after {timeout} s\n'
+                        f'stderr (end):\n{err[-3000:]}\nstacks:\n{stacks[-30000:]}')
+    proc = subprocess.CompletedProcess(cmd, running.returncode, out, err)
     lines = [line for line in proc.stdout.splitlines() if line.startswith('{')]
     assert lines, f'{cmd} printed no result (exit {proc.returncode})\n{proc.stderr[-3000:]}'
     return json.loads(lines[-1]), proc
@@ -75,12 +88,15 @@ def test_sim_clock_timers_fire_as_with_the_basic_executor():
             f'{phase}: tokio {theirs}, basic {fires}')
 
 
-def test_churn_is_clean_under_valgrind():
+def test_churn_is_clean_under_valgrind(tmp_path):
     if shutil.which('valgrind') is None:
         pytest.fail('valgrind is required (apt-get install valgrind)')
+    # About 25 s under valgrind on a 2-core machine; its gdbserver gives the stacks if not.
+    vgdb_prefix = str(tmp_path / 'vgdb')
     result, proc = stress('r2-churn', 'tokio', '--rounds', str(VALGRIND_ROUNDS), '--gentle',
-                          prefix=['valgrind', '--error-exitcode=97', '--leak-check=no'],
-                          timeout=900)
+                          prefix=['valgrind', '--error-exitcode=97', '--leak-check=no',
+                                  '--vgdb=yes', f'--vgdb-prefix={vgdb_prefix}'],
+                          timeout=420, vgdb_prefix=vgdb_prefix)
     summary = re.search(r'ERROR SUMMARY: (\d+) errors', proc.stderr)
     assert summary, f'no valgrind summary\n{proc.stderr[-3000:]}'
     assert summary.group(1) == '0', proc.stderr[-6000:]

@@ -15,8 +15,11 @@ misses and the CPU's speed. Use them beside the harness's timed rows, never inst
 Method: each executor's node runs the scenario (a `message` one, in one process) under
 `valgrind --tool=callgrind --separate-threads=yes`, at a low rate so that valgrind keeps
 up (500 Hz by default: under callgrind a message costs about fifty times as long).
-After the warm-up the harness zeroes the counts (`callgrind_control -z`), and after the
-window it dumps them (`callgrind_control -d`), one file per thread. The messages of
+valgrind's start-up (loading and instrumenting the middleware) takes seconds and varies
+with the machine's load and page cache, so the harness first dumps once a second until
+a dump shows the node publishing. After the warm-up from there it zeroes the counts
+(`callgrind_control -z`), and after the window it dumps them (`callgrind_control -d`),
+one file per thread. The messages of
 the window are the calls to `rcl_publish` counted in the dump (to rclcpp's
 intra-process publish where a publisher never reaches rcl), and each count is divided
 by them:
@@ -116,11 +119,36 @@ def parse_thread_dump(path: Path) -> dict:
     return {'instructions': total, 'publishes': publishes, 'publisher': publishes > 0}
 
 
+# How long valgrind may take to start a node until it publishes (about 5 s on an idle
+# 2-core machine).
+START_LIMIT_S = 120
+
+
+def publishing_dump(proc: subprocess.Popen, vgdb_prefix: str, work: Path) -> int:
+    """Dump the counts once a second until a dump shows `proc` publishing; returns how
+    many dumps that took."""
+    dumps = 0
+    deadline = time.monotonic() + START_LIMIT_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(1)
+        dumped = subprocess.run(['callgrind_control', vgdb_prefix, '-d', str(proc.pid)],
+                                capture_output=True, text=True, timeout=60)
+        if dumped.returncode != 0:
+            continue
+        dumps += 1
+        dump = work.glob(f'cg.{proc.pid}.{dumps}-*')
+        if any(parse_thread_dump(path)['publishes'] for path in dump):
+            return dumps
+    raise RuntimeError(f'the node did not publish within {START_LIMIT_S} s under callgrind '
+                       f'(exit {proc.poll()})')
+
+
 def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: float,
             window: float, work: Path) -> dict:
     """One executor's counts for `scenario` (see the module docs)."""
     for old in [*work.glob('cg.*'), *work.glob('vgdb*')]:
         old.unlink()
+    # The node's schedule starts with its first publish, as the warm-up here does.
     cmd = [str(node), *executor_arguments(executor), *with_rate(arguments(scenario), rate_hz),
            '--seconds', str(warmup + window + 5), '--warmup-s', '1']
     # The gdbserver pipes callgrind_control talks through go in `work` too, away from
@@ -135,6 +163,7 @@ def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: floa
     proc = subprocess.Popen(valgrind + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     try:
+        window_dump = publishing_dump(proc, vgdb_prefix, work) + 1
         time.sleep(warmup)
         zeroed = subprocess.run(['callgrind_control', vgdb_prefix, '-z', str(proc.pid)],
                                 capture_output=True, text=True, timeout=60)
@@ -147,6 +176,10 @@ def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: floa
         _, err = proc.communicate()
         raise RuntimeError(f'{scenario} {executor}: the node did not end under callgrind '
                            f'within {warmup + window + 120:.0f} s: {err.strip()[-300:]}')
+    except RuntimeError as error:
+        proc.send_signal(signal.SIGKILL)
+        _, err = proc.communicate()
+        raise RuntimeError(f'{scenario} {executor}: {error}: {err.strip()[-300:]}') from None
     if zeroed.returncode != 0 or dumped.returncode != 0:
         raise RuntimeError(f'{scenario} {executor}: callgrind_control failed: '
                            f'{(zeroed.stderr + dumped.stderr).strip()[-300:]}')
@@ -154,15 +187,19 @@ def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: floa
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f'{scenario} {executor}: the node failed ({proc.returncode}): '
                            f'{err.strip()[-300:]}')
-    # The dump at the end of the window: "cg.<pid>.1-<thread>" (the final dump at exit
-    # has no ".1").
-    threads = [parse_thread_dump(p) for p in sorted(work.glob(f'cg.{proc.pid}.1-*'))]
+    # The dump at the end of the window: "cg.<pid>.<n>-<thread>", after the n - 1 dumps
+    # that watched for the first publish (the final dump at exit has no number).
+    threads = [parse_thread_dump(p)
+               for p in sorted(work.glob(f'cg.{proc.pid}.{window_dump}-*'))]
     messages = sum(t['publishes'] for t in threads)
+    node_report = json.loads(lines[-1])
     if not threads or messages == 0:
-        raise RuntimeError(f'{scenario} {executor}: no message published in the window')
+        raise RuntimeError(f'{scenario} {executor}: no message published in the window '
+                           f'({len(threads)} thread dumps; the node received '
+                           f'{node_report.get("received")} in its own window): '
+                           f'{err.strip()[-300:]}')
     publishing = sum(t['instructions'] for t in threads if t['publisher'])
     process = sum(t['instructions'] for t in threads)
-    node_report = json.loads(lines[-1])
     return {
         'scenario': scenario, 'executor': executor, 'messages': messages,
         'threads': len(threads),
@@ -182,8 +219,9 @@ def markdown(document: dict) -> str:
         f'commit {m["commit"]}; {document["date"]}.', '',
         f'Command: `{document["command"]}`', '',
         f'Rate {document["method"]["rate_hz"]} Hz, window {document["method"]["window_s"]} s '
-        f'after {document["method"]["warmup_s"]} s. User-space instructions only (no '
-        'kernel, no cache misses): see `benchmarks/harness/instructions.py`.', '',
+        f'after {document["method"]["warmup_s"]} s from the first publish. User-space '
+        'instructions only (no kernel, no cache misses): see '
+        '`benchmarks/harness/instructions.py`.', '',
         '| scenario | executor | messages | process | publishing thread | receive side |',
         '| --- | --- | --- | --- | --- | --- |',
     ]
@@ -209,7 +247,8 @@ def main(argv=None) -> int:
     parser.add_argument('--rate-hz', type=int, default=500,
                         help='the publisher\'s rate under callgrind (default 500)')
     parser.add_argument('--warmup', type=float, default=15.0,
-                        help='seconds before the counts are zeroed (default 15)')
+                        help='seconds from the first publish until the counts are '
+                             'zeroed (default 15)')
     parser.add_argument('--window', type=float, default=10.0,
                         help='seconds counted (default 10)')
     parser.add_argument('--output-dir', type=Path, required=True)
