@@ -81,12 +81,24 @@ pub fn busy_for(work: Duration) {
     }
 }
 
-/// The names of this process's threads.
+/// The names of this process's threads, leaving out those already exiting. A joined
+/// thread can stay listed in `/proc` for a moment: `join` returns when the kernel
+/// clears the thread's id, partway through its exit, and the entry goes only at the
+/// exit's end. The kernel flags a thread as exiting (`PF_EXITING`, in field 9 of its
+/// `stat`) when its exit begins, so a thread `join` has seen end always carries it.
 pub fn thread_names() -> Vec<String> {
+    const PF_EXITING: u64 = 0x4;
     std::fs::read_dir("/proc/self/task")
         .unwrap()
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .map(|name| name.trim().to_string())
+        .filter_map(|task| {
+            let path = task.ok()?.path();
+            let name = std::fs::read_to_string(path.join("comm")).ok()?;
+            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+            // Fields after the parenthesised name start at field 3.
+            let after_name = &stat[stat.rfind(')')? + 1..];
+            let flags: u64 = after_name.split_whitespace().nth(9 - 3)?.parse().ok()?;
+            (flags & PF_EXITING == 0).then(|| name.trim().to_string())
+        })
         .collect()
 }
 
