@@ -463,10 +463,8 @@ fn dropping_entities_while_messages_arrive_never_calls_freed_memory() {
         // Alone in its process: the context and its DDS participant are gone before the
         // process exits (a participant alive at exit races its receive threads against
         // the library's static destructors, which valgrind reports as Fast DDS's).
-        let dds_threads = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-            .map(|name| name.trim().to_string())
+        let dds_threads = support::thread_names()
+            .into_iter()
             // The shared-memory watchdog is Fast DDS's own, for the whole process.
             .filter(|name| name.starts_with("dds.") && name != "dds.shm.wdog")
             .collect::<Vec<_>>();
