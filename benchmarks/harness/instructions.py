@@ -19,10 +19,9 @@ valgrind's start-up (loading and instrumenting the middleware) takes seconds and
 with the machine's load and page cache, so the harness first dumps once a second until
 a dump shows the node publishing. After the warm-up from there it zeroes the counts
 (`callgrind_control -z`), and after the window it dumps them (`callgrind_control -d`),
-one file per thread. The messages of
-the window are the calls to `rcl_publish` counted in the dump (to rclcpp's
-intra-process publish where a publisher never reaches rcl), and each count is divided
-by them:
+one file per thread. The messages of the window are the calls to `rcl_publish` counted
+in the dump (to rclcpp's intra-process publish where a publisher never reaches rcl),
+and each count is divided by them:
 - `process`: every thread of the process;
 - `publishing_thread`: the thread that publishes, which in one process also delivers
   the message to the reader and runs the push callback (or Events' enqueue, or the
@@ -124,6 +123,12 @@ def parse_thread_dump(path: Path) -> dict:
 START_LIMIT_S = 120
 
 
+def control(proc: subprocess.Popen, vgdb_prefix: str, command: str):
+    """`callgrind_control <command>` for the node `proc` (`-z` zeroes, `-d` dumps)."""
+    return subprocess.run(['callgrind_control', vgdb_prefix, command, str(proc.pid)],
+                          capture_output=True, text=True, timeout=60)
+
+
 def publishing_dump(proc: subprocess.Popen, vgdb_prefix: str, work: Path) -> int:
     """Dump the counts once a second until a dump shows `proc` publishing; returns how
     many dumps that took."""
@@ -131,9 +136,7 @@ def publishing_dump(proc: subprocess.Popen, vgdb_prefix: str, work: Path) -> int
     deadline = time.monotonic() + START_LIMIT_S
     while time.monotonic() < deadline and proc.poll() is None:
         time.sleep(1)
-        dumped = subprocess.run(['callgrind_control', vgdb_prefix, '-d', str(proc.pid)],
-                                capture_output=True, text=True, timeout=60)
-        if dumped.returncode != 0:
+        if control(proc, vgdb_prefix, '-d').returncode != 0:
             continue
         dumps += 1
         dump = work.glob(f'cg.{proc.pid}.{dumps}-*')
@@ -165,11 +168,9 @@ def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: floa
     try:
         window_dump = publishing_dump(proc, vgdb_prefix, work) + 1
         time.sleep(warmup)
-        zeroed = subprocess.run(['callgrind_control', vgdb_prefix, '-z', str(proc.pid)],
-                                capture_output=True, text=True, timeout=60)
+        zeroed = control(proc, vgdb_prefix, '-z')
         time.sleep(window)
-        dumped = subprocess.run(['callgrind_control', vgdb_prefix, '-d', str(proc.pid)],
-                                capture_output=True, text=True, timeout=60)
+        dumped = control(proc, vgdb_prefix, '-d')
         out, err = proc.communicate(timeout=warmup + window + 120)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGKILL)

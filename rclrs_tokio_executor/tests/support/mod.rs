@@ -81,6 +81,31 @@ pub fn busy_for(work: Duration) {
     }
 }
 
+/// Each of this process's threads: its name and its `stat` fields from field 3 on (those
+/// after the parenthesised name), from `/proc`. A thread that ended meanwhile is left out.
+fn threads_with_stat() -> Vec<(String, Vec<u64>)> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| {
+            let path = task.ok()?.path();
+            let name = std::fs::read_to_string(path.join("comm")).ok()?;
+            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+            let after_name = &stat[stat.rfind(')')? + 1..];
+            // Field 3, the state, is a letter: it reads as 0.
+            let fields = after_name
+                .split_whitespace()
+                .map(|field| field.parse().unwrap_or(0))
+                .collect();
+            Some((name.trim().to_string(), fields))
+        })
+        .collect()
+}
+
+/// Field `number` (1-based, as `man proc` counts) of a thread's `stat`.
+fn stat_field(fields: &[u64], number: usize) -> u64 {
+    fields.get(number - 3).copied().unwrap_or(0)
+}
+
 /// The names of this process's threads, leaving out those already exiting. A joined
 /// thread can stay listed in `/proc` for a moment: `join` returns when the kernel
 /// clears the thread's id, partway through its exit, and the entry goes only at the
@@ -88,34 +113,19 @@ pub fn busy_for(work: Duration) {
 /// `stat`) when its exit begins, so a thread `join` has seen end always carries it.
 pub fn thread_names() -> Vec<String> {
     const PF_EXITING: u64 = 0x4;
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|task| {
-            let path = task.ok()?.path();
-            let name = std::fs::read_to_string(path.join("comm")).ok()?;
-            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
-            // Fields after the parenthesised name start at field 3.
-            let after_name = &stat[stat.rfind(')')? + 1..];
-            let flags: u64 = after_name.split_whitespace().nth(9 - 3)?.parse().ok()?;
-            (flags & PF_EXITING == 0).then(|| name.trim().to_string())
-        })
+    threads_with_stat()
+        .into_iter()
+        .filter(|(_, fields)| stat_field(fields, 9) & PF_EXITING == 0)
+        .map(|(name, _)| name)
         .collect()
 }
 
 /// The name and scheduling policy (0 for SCHED_OTHER, 3 for SCHED_BATCH) of each of
 /// this process's threads, from `/proc` (field 41 of a task's `stat`).
 pub fn thread_policies() -> Vec<(String, u32)> {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|task| {
-            let path = task.ok()?.path();
-            let name = std::fs::read_to_string(path.join("comm")).ok()?;
-            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
-            // Fields after the parenthesised name start at field 3.
-            let after_name = &stat[stat.rfind(')')? + 1..];
-            let policy = after_name.split_whitespace().nth(41 - 3)?.parse().ok()?;
-            Some((name.trim().to_string(), policy))
-        })
+    threads_with_stat()
+        .into_iter()
+        .map(|(name, fields)| (name, stat_field(&fields, 41) as u32))
         .collect()
 }
 
