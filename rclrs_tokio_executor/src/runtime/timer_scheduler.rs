@@ -30,6 +30,13 @@
 //!   moved on), so the thread simply ticks again. Only if the tick is still pending
 //!   then (the Worker is busy or not spinning) does the timer wait for the Worker, which
 //!   wakes the thread after running it.
+//! - **A stale tick is forgotten.** The clock can move between a tick and its run:
+//!   `/clock` jumps back, or `use_sim_time` switches the clock source, which makes rcl
+//!   move the next call time. The timer is then not ready when the Worker runs the tick,
+//!   rcl does not call it, and its next call time may be the one the tick was for. An
+//!   unchanged next call time would look like a tick still pending, and the timer would
+//!   never tick again; so [`TimerScheduler::ran_tick`] forgets the tick in that case and
+//!   wakes the thread to look again.
 //! - **Reset and cancel.** A cancelled timer reports so and stays disarmed; rcl's
 //!   reset callback (`rcl_timer_set_on_reset_callback`) re-arms it. A reset wakes the
 //!   thread only if the timer is now due before the thread's own planned wake-up (an
@@ -247,13 +254,18 @@ impl TimerScheduler {
         }
     }
 
-    /// The Worker ran a tick. Wakes the thread only if it is waiting for exactly that.
+    /// The Worker ran a tick. Wakes the thread only if it is waiting for exactly that,
+    /// or if the tick was stale (see the module's protocol).
     pub(crate) fn ran_tick(&self, entity: &Entity) {
         let mut state = self.state.lock().unwrap();
         let Some(timer) = state.timers.get_mut(&(entity as *const Entity as usize)) else {
             return;
         };
-        if timer.awaiting_worker || timer.sim_time.load(Ordering::Acquire) {
+        let stale = timer.ticked_for.is_some() && timer.ticked_for == timer.timer.next_call_time();
+        if stale {
+            timer.ticked_for = None;
+        }
+        if stale || timer.awaiting_worker || timer.sim_time.load(Ordering::Acquire) {
             timer.awaiting_worker = false;
             drop(state);
             self.wake();
@@ -349,8 +361,12 @@ fn evaluate(state: &mut State, due: &mut Vec<(Arc<Entity>, MailboxSender)>) -> O
             return false;
         };
         let sim_time = timer.sim_time.load(Ordering::Acquire);
+        // Read before `due`: if the clock moves in between, the tick is for a call time
+        // that is no longer next, and a later look ticks again (never the reverse, a
+        // tick recorded for a call time it did not find due).
+        let next_call = timer.timer.next_call_time();
         if let Some(ticked_for) = timer.ticked_for {
-            if timer.timer.next_call_time() == Some(ticked_for) {
+            if next_call == Some(ticked_for) {
                 // The tick is still pending: the Worker wakes us after running it.
                 timer.awaiting_worker = true;
                 return true;
@@ -361,7 +377,7 @@ fn evaluate(state: &mut State, due: &mut Vec<(Arc<Entity>, MailboxSender)>) -> O
         match timer.timer.due() {
             TimerDue::Cancelled => {}
             TimerDue::In(ns) if ns <= 0 => {
-                timer.ticked_for = timer.timer.next_call_time();
+                timer.ticked_for = next_call;
                 due.push((entity, timer.mailbox.clone()));
                 if !sim_time {
                     // Look again when the next call is due, one period after this one

@@ -30,6 +30,7 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
+use support::sim_clock::SimClock;
 use support::{publish_to, run_to_end, spin_for, unique, wait_matched};
 
 type MakeExecutor = fn(&Context) -> Executor;
@@ -161,6 +162,10 @@ macro_rules! suite {
             #[test]
             fn an_overrunning_timer_does_not_burst() {
                 super::an_overrunning_timer_does_not_burst(MAKE)
+            }
+            #[test]
+            fn a_timer_fires_when_due_again_after_ros_time_went_back() {
+                super::a_timer_fires_when_due_again_after_ros_time_went_back(MAKE)
             }
             #[test]
             fn a_timer_dropped_during_spin_stops_firing() {

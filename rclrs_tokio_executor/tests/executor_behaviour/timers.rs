@@ -264,3 +264,94 @@ pub(crate) fn a_timer_dropped_during_spin_stops_firing(make: MakeExecutor) {
     );
     assert!(late_fired.load(Ordering::SeqCst) >= 5);
 }
+
+/// A tick can go stale: ROS time jumps back after the timer fell due and before its
+/// Worker runs it, so the timer is not ready by then and rcl keeps its next call time.
+/// It must still fire once ROS time reaches that call time again.
+pub(crate) fn a_timer_fires_when_due_again_after_ros_time_went_back(make: MakeExecutor) {
+    const MS: i64 = 1_000_000;
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let mut sim = SimClock::new("went_back");
+    let node = executor
+        .create_node(unique("went_back").as_str().arguments(sim.node_arguments()))
+        .unwrap();
+    // The timer shares a Worker with a subscription that keeps it busy, while ROS time
+    // moves (in the Tokio executor; the basic executor's one thread follows the clock
+    // only once the busy callback is over).
+    let worker = node.create_worker(());
+    let fired = Arc::new(AtomicUsize::new(0));
+    let _timer = {
+        let fired = Arc::clone(&fired);
+        worker
+            .create_timer_repeating(Duration::from_millis(100).node_time(), move |_: &mut ()| {
+                fired.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap()
+    };
+    let busy_topic = unique("went_back_busy");
+    let busy = Arc::new(AtomicUsize::new(0));
+    let _busy_subscription = {
+        let busy = Arc::clone(&busy);
+        worker
+            .create_subscription::<Int32, _>(busy_topic.as_str(), move |_: &mut (), _: Int32| {
+                busy.store(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(400));
+                busy.store(2, Ordering::SeqCst);
+            })
+            .unwrap()
+    };
+    let clock_node = executor
+        .create_node(unique("went_back_clock").as_str())
+        .unwrap();
+    sim.publish_from(&clock_node, 1);
+    let busy_publisher = clock_node
+        .create_publisher::<Int32>(busy_topic.as_str())
+        .unwrap();
+    wait_matched(&busy_publisher, 1);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let spinning = std::thread::spawn(move || {
+        spin_until(&mut executor, stopped);
+        executor
+    });
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + PATIENCE;
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+
+    // The timer started at ROS time 0 with a 100 ms period. At 10.05 s it is overdue:
+    // it fires once, and its next call is at 10.1 s.
+    sim.set(10_050 * MS);
+    wait_for("the first fire", &|| fired.load(Ordering::SeqCst) == 1);
+    busy_publisher.publish(Int32 { data: 0 }).unwrap();
+    wait_for("the busy callback", &|| busy.load(Ordering::SeqCst) == 1);
+    // Due at 10.12 s, back to 10.08 s (not before the last call, so rcl keeps the next
+    // call at 10.1 s), all while the Worker is busy.
+    sim.set(10_120 * MS);
+    std::thread::sleep(Duration::from_millis(30));
+    sim.set(10_080 * MS);
+    wait_for("the end of the busy callback", &|| {
+        busy.load(Ordering::SeqCst) == 2
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        1,
+        "fired before its call time"
+    );
+    sim.set(10_130 * MS);
+    wait_for("a fire once ROS time reached the call time again", &|| {
+        fired.load(Ordering::SeqCst) == 2
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        2,
+        "fired twice for one call time"
+    );
+    let _ = stop.send(());
+    drop(spinning.join().unwrap());
+}

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod ffi;
+pub mod sim_clock;
 pub mod watchdog;
 
 use rclrs::{
