@@ -1,5 +1,6 @@
 """One timer benchmark run for one executor: a steady timer's rate and jitter, or a
-node-time timer under simulated time driven by an in-process /clock publisher.
+node-time timer under simulated time driven by an in-process clock publisher (on a
+topic private to the process, so the run neither moves nor follows anybody's /clock).
 
     ros2 launch rclrs_tokio timer_comparison_launch.py executor:=rclcpp_events rate_hz:=1000
     ros2 launch rclrs_tokio timer_comparison_launch.py sim_speed:=10 period:=1
@@ -23,7 +24,7 @@ ARGUMENTS = [
      'Run under use_sim_time with /clock at this multiple of real time (0 = paused); '
      'empty for a steady-clock timer'),
     ('period', '1', 'Sim-time timer period, in seconds of ROS time'),
-    ('clock_hz', '100', 'How often /clock is published, in Hz of wall time'),
+    ('clock_hz', '100', 'How often the simulated clock is published, in Hz of wall time'),
     ('seconds', '3', 'Length of the measured window, in seconds of wall time'),
 ]
 
@@ -38,7 +39,7 @@ def _node(context):
                       '--clock-hz', get['clock_hz']]
     else:
         arguments += ['--rate-hz', get['rate_hz']]
-    # Under sim time the process runs a second node (the /clock publisher): a launch `name`
+    # Under sim time the process runs a second node (the clock publisher): a launch `name`
     # remaps every node of the process, so both would get the same name.
     name = None if get['sim_speed'] else f'timer_{executor}'
     return [Node(package=package, executable=executable, name=name,

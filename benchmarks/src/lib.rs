@@ -8,6 +8,7 @@ mod ffi;
 pub mod interrupt;
 pub mod raw_push;
 pub mod raw_rcl;
+pub mod sim_clock;
 pub mod stress;
 pub mod thread_cpu;
 pub mod workload;

@@ -10,8 +10,9 @@
 // achieved and the jitter of the period (|interval - period|).
 //
 // With `--sim-speed X`: a node with `use_sim_time:=true` and a timer on the node's (ROS)
-// clock with period P; another node publishes `/clock` at H Hz (wall), advancing
-// X x 1/H seconds of ROS time per message (X = 0 keeps publishing the same time: paused).
+// clock with period P; another node publishes ROS time at H Hz (wall), advancing
+// X x 1/H seconds of ROS time per message (X = 0 keeps publishing the same time: paused),
+// on a clock topic private to the process (the node's /clock is remapped to it).
 // Reports the fires seen against the fires due, and the process CPU. The sim-time node
 // is created with `use_clock_thread(false)`, so its /clock subscription is served by
 // the executor under test (as in rclrs) rather than by rclcpp's private clock thread.
@@ -74,7 +75,7 @@ double positive(const char * name, double value)
   return value;
 }
 
-/// Sim-time mode: a node-time timer driven by an in-process /clock publisher.
+/// Sim-time mode: a node-time timer driven by an in-process clock publisher.
 std::string run_sim_time(
   const bench::Args & args, const std::string & executor_name, rclcpp::Executor & executor,
   double speed, double seconds, const std::string & pid)
@@ -83,10 +84,13 @@ std::string run_sim_time(
   const double clock_hz = positive("--clock-hz", args.get<double>("clock-hz", 100.0));
   Fires fires;
 
+  // ROS time on a topic of this process's own, as in timer_node.rs: the node's /clock is
+  // remapped to it, so no other process's /clock reaches it, nor this one theirs.
+  const std::string clock_topic = "/timer_node_" + pid + "/clock";
   auto node = std::make_shared<rclcpp::Node>(
     "timer_sim_" + pid,
     rclcpp::NodeOptions()
-    .arguments({"--ros-args", "-p", "use_sim_time:=true"})
+    .arguments({"--ros-args", "-p", "use_sim_time:=true", "-r", "/clock:=" + clock_topic})
     .use_clock_thread(false));
   auto timer = rclcpp::create_timer(
     node, node->get_clock(), rclcpp::Duration::from_seconds(period_s),
@@ -94,7 +98,7 @@ std::string run_sim_time(
 
   auto clock_node = std::make_shared<rclcpp::Node>("clock_pub_" + pid);
   auto clock_pub = clock_node->create_publisher<rosgraph_msgs::msg::Clock>(
-    "/clock", rclcpp::QoS(rclcpp::KeepLast(10)).reliable());
+    clock_topic, rclcpp::QoS(rclcpp::KeepLast(10)).reliable());
   bench::wait_for_match(
     [&clock_pub] {return clock_pub->get_subscription_count();},
     "the /clock subscription never matched");

@@ -9,18 +9,20 @@
 //! achieved and the jitter of the period (|interval - period|).
 //!
 //! With `--sim-speed X`: a node with `use_sim_time:=true` and a node-time timer of period
-//! P; another node publishes `/clock` at H Hz (wall), advancing X × 1/H seconds of ROS
-//! time per message (X = 0 keeps publishing the same time: paused). Reports the fires
-//! seen against the fires due, and the process CPU.
+//! P; another node publishes ROS time at H Hz (wall), advancing X × 1/H seconds of ROS
+//! time per message (X = 0 keeps publishing the same time: paused), on a clock topic of
+//! this process's own: the node's `/clock` is remapped to it, so neither another
+//! process's `/clock` nor this one moves anybody else's time (`sim_clock.rs`). Reports
+//! the fires seen against the fires due, and the process CPU.
 
 use clap::Parser;
 use rclrs::*;
+use rclrs_tokio_benchmarks::sim_clock::{clock_message, PrivateClock};
 use rclrs_tokio_benchmarks::workload::Report;
 use rclrs_tokio_benchmarks::{
     cli, interrupt, monotonic_ns, non_ros_args, Latencies, JITTER_HISTOGRAM_EDGES_US,
 };
 use rclrs_tokio_executor::CreateTokioExecutor;
-use ros_env::builtin_interfaces::msg::Time as TimeMsg;
 use ros_env::rosgraph_msgs::msg::Clock as ClockMsg;
 use rustix::time::{clock_gettime, ClockId};
 use std::sync::{
@@ -99,10 +101,11 @@ fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
 
     let result = if let Some(speed) = args.sim_speed {
         let (period_s, clock_hz) = (args.period_s, args.clock_hz);
+        let clock = PrivateClock::new("timer_node");
         let node = executor.create_node(
             format!("timer_sim_{}", std::process::id())
                 .as_str()
-                .arguments(["--ros-args", "-p", "use_sim_time:=true"]),
+                .arguments(clock.node_arguments()),
         )?;
         let sink = Arc::clone(&fires);
         let _timer = node
@@ -112,7 +115,7 @@ fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
         let clock_node =
             executor.create_node(format!("clock_pub_{}", std::process::id()).as_str())?;
         let clock_pub =
-            clock_node.create_publisher::<ClockMsg>("/clock".keep_last(10).reliable())?;
+            clock_node.create_publisher::<ClockMsg>(clock.topic().keep_last(10).reliable())?;
         let deadline = Instant::now() + Duration::from_secs(20);
         while clock_pub.get_subscription_count()? == 0 {
             if Instant::now() > deadline {
@@ -126,14 +129,7 @@ fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
         });
         // Start ROS time at 1000 s, then advance it `speed` times wall time.
         let start_ns: i64 = 1_000_000_000_000;
-        let publish = |ns: i64| {
-            clock_pub.publish(ClockMsg {
-                clock: TimeMsg {
-                    sec: (ns / 1_000_000_000) as i32,
-                    nanosec: (ns % 1_000_000_000) as u32,
-                },
-            })
-        };
+        let publish = |ns: i64| clock_pub.publish(clock_message(ns));
         publish(start_ns)?;
         std::thread::sleep(Duration::from_millis(200));
         fires.lock().unwrap().clear();

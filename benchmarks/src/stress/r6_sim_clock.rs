@@ -3,11 +3,12 @@
 //! forward, goes to zero, stalls, repeats one stamp, and arrives at 10 kHz. Each phase's
 //! fire count is reported; the harness compares them with the basic executor's, which
 //! follows rcl's timer semantics. On its own a run checks what rcl promises whatever
-//! the executor: no fire while time stands still, and no burst after a jump.
+//! the executor: no fire while time stands still, and no burst after a jump. The clock
+//! is private to the process (`sim_clock.rs`).
 
 use super::common::{unique, BoxError, CaseResult, ExecutorKind, Scale};
+use crate::sim_clock::{clock_message, PrivateClock};
 use rclrs::*;
-use ros_env::builtin_interfaces::msg::Time as TimeMsg;
 use ros_env::rosgraph_msgs::msg::Clock as ClockMsg;
 use std::sync::{
     atomic::{AtomicU64, Ordering},
@@ -31,12 +32,7 @@ struct SimClock {
 impl SimClock {
     fn set(&mut self, ns: i64) {
         self.now = ns;
-        let _ = self.publisher.publish(ClockMsg {
-            clock: TimeMsg {
-                sec: (ns.div_euclid(SEC)) as i32,
-                nanosec: ns.rem_euclid(SEC) as u32,
-            },
-        });
+        let _ = self.publisher.publish(clock_message(ns));
     }
 
     /// `steps` messages, each `by` later than the last, `wall` apart.
@@ -57,11 +53,8 @@ pub fn run(kind: ExecutorKind, scale: Scale) -> Result<CaseResult, BoxError> {
     let fast_seconds = scale.pick(1, 3);
     let context = Context::default_from_env()?;
     let (mut executor, _) = kind.create(&context)?;
-    let node = executor.create_node(unique("r6").as_str().arguments([
-        "--ros-args",
-        "-p",
-        "use_sim_time:=true",
-    ]))?;
+    let clock = PrivateClock::new("r6");
+    let node = executor.create_node(unique("r6").as_str().arguments(clock.node_arguments()))?;
     let fired = Arc::new(AtomicU64::new(0));
     let count = Arc::clone(&fired);
     let _timer = node.create_timer_repeating(PERIOD.node_time(), move || {
@@ -69,7 +62,8 @@ pub fn run(kind: ExecutorKind, scale: Scale) -> Result<CaseResult, BoxError> {
     })?;
     let clock_node = executor.create_node(unique("r6_clock").as_str())?;
     let mut sim = SimClock {
-        publisher: clock_node.create_publisher::<ClockMsg>("/clock".keep_last(10).reliable())?,
+        publisher: clock_node
+            .create_publisher::<ClockMsg>(clock.topic().keep_last(10).reliable())?,
         now: 0,
     };
     let commands = Arc::clone(executor.commands());
