@@ -1,5 +1,5 @@
 //! Timers: only while spinning, cancel and reset, oneshot and inert modes, overruns,
-//! zero periods and drops during a spin.
+//! zero periods, drops during a spin, and ROS time that goes back or switches source.
 
 use super::*;
 
@@ -352,6 +352,74 @@ pub(crate) fn a_timer_fires_when_due_again_after_ros_time_went_back(make: MakeEx
         2,
         "fired twice for one call time"
     );
+    let _ = stop.send(());
+    drop(spinning.join().unwrap());
+}
+
+/// `use_sim_time` switched back and forth many times while the clock runs and the timer
+/// fires: afterwards the timer keeps its period on either clock, none is lost for good.
+///
+/// Stricter than the basic executor: run in one process beside the case above, its
+/// timer stopped in 6 of 39 runs (no fire in the 1.6 s after the flips, the timer
+/// overdue all along; on its own, 0 of 51). Not traced further.
+pub(crate) fn a_timer_keeps_its_period_after_use_sim_time_flips_many_times(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let mut sim = SimClock::new("flips");
+    let node = executor
+        .create_node(unique("flips").as_str().arguments(sim.node_arguments()))
+        .unwrap();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let timer = {
+        let fired = Arc::clone(&fired);
+        node.create_timer_repeating(Duration::from_millis(10).node_time(), move || {
+            fired.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    };
+    let clock_node = executor
+        .create_node(unique("flips_clock").as_str())
+        .unwrap();
+    sim.publish_from(&clock_node, 1);
+    sim.set(1000 * SEC);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let spinning = std::thread::spawn(move || {
+        spin_until(&mut executor, stopped);
+        executor
+    });
+    let count_over = |wall: Duration| {
+        let before = fired.load(Ordering::SeqCst);
+        std::thread::sleep(wall);
+        fired.load(Ordering::SeqCst) - before
+    };
+    std::thread::scope(|scope| {
+        // ROS time runs at real speed for the whole case.
+        scope.spawn(|| sim.run(1.0, Duration::from_millis(2600)));
+        for flip in 0..40 {
+            node.set_use_sim_time(flip % 2 == 1).unwrap();
+            std::thread::sleep(Duration::from_millis(7));
+        }
+        node.set_use_sim_time(true).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let on_sim_time = count_over(Duration::from_secs(1));
+        node.set_use_sim_time(false).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let on_wall_time = count_over(Duration::from_millis(500));
+        assert!(
+            (60..=110).contains(&on_sim_time),
+            "{on_sim_time} fires of a 10 ms timer in 1 s of ROS time after the flips \
+             (timer ready: {:?}, until its next call: {:?}, node clock: {} ns, last \
+             clock message: {} ns)",
+            timer.is_ready(),
+            timer.time_until_next_call(),
+            node.get_clock().now().nsec,
+            sim.now()
+        );
+        assert!(
+            (30..=55).contains(&on_wall_time),
+            "{on_wall_time} fires of a 10 ms timer in 500 ms of wall time after the flips"
+        );
+    });
     let _ = stop.send(());
     drop(spinning.join().unwrap());
 }
