@@ -359,9 +359,8 @@ pub(crate) fn a_timer_fires_when_due_again_after_ros_time_went_back(make: MakeEx
 /// `use_sim_time` switched back and forth many times while the clock runs and the timer
 /// fires: afterwards the timer keeps its period on either clock, none is lost for good.
 ///
-/// Stricter than the basic executor: run in one process beside the case above, its
-/// timer stopped in 6 of 39 runs (no fire in the 1.6 s after the flips, the timer
-/// overdue all along; on its own, 0 of 51). Not traced further.
+/// The basic executor passes it since patch 0018: before, a switch to sim time during
+/// `rcl_wait` could end its spin with `Timeout` (about 1 run in 12 on a loaded machine).
 pub(crate) fn a_timer_keeps_its_period_after_use_sim_time_flips_many_times(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
