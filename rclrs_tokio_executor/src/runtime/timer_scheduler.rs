@@ -261,7 +261,9 @@ impl TimerScheduler {
         let Some(timer) = state.timers.get_mut(&(entity as *const Entity as usize)) else {
             return;
         };
-        let stale = timer.ticked_for.is_some() && timer.ticked_for == timer.timer.next_call_time();
+        let stale = timer
+            .ticked_for
+            .is_some_and(|ticked_for| timer.timer.next_call_time() == Some(ticked_for));
         if stale {
             timer.ticked_for = None;
         }

@@ -321,6 +321,11 @@ pub(crate) fn a_timer_fires_when_due_again_after_ros_time_went_back(make: MakeEx
             std::thread::sleep(Duration::from_millis(2));
         }
     };
+    // After 100 ms more, the timer has still fired `fires` times.
+    let stays_at = |fires: usize, why: &str| {
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(fired.load(Ordering::SeqCst), fires, "{why}");
+    };
 
     // The timer started at ROS time 0 with a 100 ms period. At 10.05 s it is overdue:
     // it fires once, and its next call is at 10.1 s.
@@ -336,22 +341,12 @@ pub(crate) fn a_timer_fires_when_due_again_after_ros_time_went_back(make: MakeEx
     wait_for("the end of the busy callback", &|| {
         busy.load(Ordering::SeqCst) == 2
     });
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(
-        fired.load(Ordering::SeqCst),
-        1,
-        "fired before its call time"
-    );
+    stays_at(1, "fired before its call time");
     sim.set(10_130 * MS);
     wait_for("a fire once ROS time reached the call time again", &|| {
         fired.load(Ordering::SeqCst) == 2
     });
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(
-        fired.load(Ordering::SeqCst),
-        2,
-        "fired twice for one call time"
-    );
+    stays_at(2, "fired twice for one call time");
     let _ = stop.send(());
     drop(spinning.join().unwrap());
 }
