@@ -2,8 +2,9 @@
 //! modes): goals accepted and rejected, feedback then a result, cancellation, a
 //! finished goal expiring after the server's timeout (the Tokio executor runs goal
 //! expiry on its timer scheduler), a client or a server dropped mid-goal, and a server
-//! and its client on different Workers (nodes). The Tokio executor serves actions by
-//! push; these cases hold whatever path serves them.
+//! and its client on different Workers (nodes), and goals served through a goal
+//! receiver. The Tokio executor serves actions by push; these cases hold whatever path
+//! serves them.
 
 mod support;
 
@@ -386,6 +387,49 @@ fn a_server_and_its_client_on_different_workers_complete_goals(make: MakeExecuto
     assert_eq!(results, expected);
 }
 
+/// A goal receiver (rclrs's alternative to a server callback: goals arrive on a
+/// channel, here drained by one async task of the executor) accepts, executes and
+/// rejects goals one after another, and the client hears every outcome.
+fn a_goal_receiver_serves_goals_from_an_async_task(make: MakeExecutor) {
+    const GOALS: i32 = 10;
+    let (mut executor, node, name) = fresh(make, "action_receiver");
+    let mut receiver = node
+        .create_goal_receiver::<Fibonacci>(name.as_str())
+        .unwrap();
+    let _serving = executor.commands().run(async move {
+        while let Some(requested) = receiver.recv().await {
+            let order = requested.goal().order;
+            if order % 3 == 0 {
+                let _rejected = requested.reject();
+                continue;
+            }
+            let executing = requested.accept().execute();
+            executing.publish_feedback(Fibonacci_Feedback {
+                sequence: sequence(order),
+            });
+            let _done = executing.succeeded_with(Fibonacci_Result {
+                sequence: sequence(order),
+            });
+        }
+    });
+    let client = ready_client(&mut executor, &node, &name);
+    let outcomes = run_to_end(&mut executor, async move {
+        let mut outcomes = Vec::new();
+        for order in 1..=GOALS {
+            let outcome = match client.request_goal(Fibonacci_Goal { order }).await {
+                None => None,
+                Some(goal) => Some(goal.result.await),
+            };
+            outcomes.push(outcome.map(|(status, result)| (status, result.sequence)));
+        }
+        outcomes
+    });
+    let expected: Vec<_> = (1..=GOALS)
+        .map(|order| (order % 3 != 0).then(|| (GoalStatusCode::Succeeded, sequence(order))))
+        .collect();
+    assert_eq!(outcomes, expected);
+}
+
 /// A burst of messages whose async callbacks each send a goal to a server of the same
 /// node and await its result: every goal finishes. The goal, result and response queues
 /// keep rmw's default ten, and an action client is one entity of five parts, so each
@@ -475,6 +519,10 @@ macro_rules! suite {
             #[test]
             fn a_server_and_its_client_on_different_workers_complete_goals() {
                 super::a_server_and_its_client_on_different_workers_complete_goals(MAKE)
+            }
+            #[test]
+            fn a_goal_receiver_serves_goals_from_an_async_task() {
+                super::a_goal_receiver_serves_goals_from_an_async_task(MAKE)
             }
             #[test]
             fn a_cancelled_goal_ends_cancelled_with_its_partial_result() {

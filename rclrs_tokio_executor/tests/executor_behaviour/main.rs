@@ -96,6 +96,10 @@ macro_rules! suite {
                 super::pub_sub_delivers_every_message_in_order(MAKE)
             }
             #[test]
+            fn dynamic_subscriptions_deliver_every_message_in_order() {
+                super::dynamic_subscriptions_deliver_every_message_in_order(MAKE)
+            }
+            #[test]
             fn services_and_clients_answer_requests() {
                 super::services_and_clients_answer_requests(MAKE)
             }

@@ -34,6 +34,67 @@ pub(crate) fn pub_sub_delivers_every_message_in_order(make: MakeExecutor) {
     assert_eq!(*received.lock().unwrap(), (0..200).collect::<Vec<_>>());
 }
 
+/// Subscriptions whose message type is named at run time (rclrs's dynamic
+/// subscriptions), one on the node, one async and one on a Worker: each hears every
+/// message, in order, with the data the publisher sent.
+pub(crate) fn dynamic_subscriptions_deliver_every_message_in_order(make: MakeExecutor) {
+    const COUNT: i32 = 100;
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("dynamic").as_str()).unwrap();
+    let topic = unique("dynamic_topic");
+    let type_name = || MessageTypeName::try_from("std_msgs/msg/Int32").unwrap();
+    let qos = || topic.as_str().keep_last(1000).reliable();
+    fn data(message: &DynamicMessage) -> i32 {
+        match message.get("data") {
+            Some(Value::Simple(SimpleValue::Int32(data))) => *data,
+            other => panic!("an Int32's data, not {other:?}"),
+        }
+    }
+    let (countdown, done) = Countdown::new(3 * COUNT as usize);
+    let on_node = Arc::new(Mutex::new(Vec::new()));
+    let on_async = Arc::new(Mutex::new(Vec::new()));
+    let _on_node = {
+        let (heard, countdown) = (Arc::clone(&on_node), Arc::clone(&countdown));
+        node.create_dynamic_subscription(type_name(), qos(), move |m, _| {
+            heard.lock().unwrap().push(data(&m));
+            countdown.tick();
+        })
+        .unwrap()
+    };
+    let _on_async = {
+        let (heard, countdown) = (Arc::clone(&on_async), Arc::clone(&countdown));
+        node.create_async_dynamic_subscription(type_name(), qos(), move |m, _| {
+            let (heard, countdown) = (Arc::clone(&heard), Arc::clone(&countdown));
+            Box::pin(async move {
+                heard.lock().unwrap().push(data(&m));
+                countdown.tick();
+            })
+        })
+        .unwrap()
+    };
+    let worker = node.create_worker(Vec::new());
+    let _on_worker = worker
+        .create_dynamic_subscription(type_name(), qos(), move |heard: &mut Vec<i32>, m, _| {
+            heard.push(data(&m));
+            countdown.tick();
+        })
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(1000).reliable())
+        .unwrap();
+    publish_to(&publisher, 3, COUNT);
+    spin_until(&mut executor, done);
+    let on_worker = run_to_end(
+        &mut executor,
+        worker.run(|heard: &mut Vec<i32>| heard.clone()),
+    );
+    let expected = (0..COUNT).collect::<Vec<_>>();
+    assert_eq!(*on_node.lock().unwrap(), expected, "on the node");
+    assert_eq!(*on_async.lock().unwrap(), expected, "async");
+    assert_eq!(on_worker.unwrap(), expected, "on a Worker");
+}
+
 pub(crate) fn services_and_clients_answer_requests(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
