@@ -104,6 +104,10 @@ macro_rules! suite {
                 super::services_and_clients_answer_requests(MAKE)
             }
             #[test]
+            fn worker_and_async_services_answer_response_callbacks() {
+                super::worker_and_async_services_answer_response_callbacks(MAKE)
+            }
+            #[test]
             fn two_servers_under_one_name_answer_every_client() {
                 super::two_servers_under_one_name_answer_every_client(MAKE)
             }

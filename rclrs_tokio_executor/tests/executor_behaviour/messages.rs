@@ -117,6 +117,89 @@ pub(crate) fn services_and_clients_answer_requests(make: MakeExecutor) {
     }
 }
 
+/// A service on a Worker (its callback mutates the Worker's payload) and an async
+/// service on the node (its response awaits that Worker), called through `call_then`
+/// and `call_then_async`: every response callback runs once, with the answer the
+/// payload called for.
+pub(crate) fn worker_and_async_services_answer_response_callbacks(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor.create_node(unique("services").as_str()).unwrap();
+    let worker = node.create_worker(0_u32);
+    let counting = unique("counting");
+    let _counting = worker
+        .create_service::<SetBool, _>(
+            counting.as_str(),
+            |calls: &mut u32, request: SetBool_Request| {
+                *calls += 1;
+                SetBool_Response {
+                    success: request.data,
+                    message: calls.to_string(),
+                }
+            },
+        )
+        .unwrap();
+    let asking = unique("asking");
+    let _asking = {
+        let worker = Arc::clone(&worker);
+        node.create_async_service::<SetBool, _>(asking.as_str(), move |request: SetBool_Request| {
+            let calls = worker.run(|calls: &mut u32| *calls);
+            async move {
+                SetBool_Response {
+                    success: !request.data,
+                    message: format!("after {}", calls.await.unwrap()),
+                }
+            }
+        })
+        .unwrap()
+    };
+    let counting = node.create_client::<SetBool>(counting.as_str()).unwrap();
+    let asking = node.create_client::<SetBool>(asking.as_str()).unwrap();
+    for ready in [
+        counting.notify_on_service_ready(),
+        asking.notify_on_service_ready(),
+    ] {
+        spin_until(&mut executor, ready);
+    }
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    for data in [true, false, true] {
+        let heard = Arc::clone(&heard);
+        let answered = counting
+            .call_then(
+                SetBool_Request { data },
+                move |response: SetBool_Response| {
+                    heard
+                        .lock()
+                        .unwrap()
+                        .push((response.success, response.message));
+                },
+            )
+            .unwrap();
+        spin_until(&mut executor, answered);
+    }
+    let answered = {
+        let heard = Arc::clone(&heard);
+        asking
+            .call_then_async(
+                SetBool_Request { data: true },
+                move |response: SetBool_Response| async move {
+                    heard
+                        .lock()
+                        .unwrap()
+                        .push((response.success, response.message));
+                },
+            )
+            .unwrap()
+    };
+    spin_until(&mut executor, answered);
+    let heard = heard.lock().unwrap().clone();
+    let expected = [(true, "1"), (false, "2"), (true, "3"), (false, "after 3")];
+    assert_eq!(
+        heard,
+        expected.map(|(success, message)| (success, message.to_string()))
+    );
+}
+
 /// Two servers under one name, each on its own node, and a client on each node: every
 /// client hears every call answered. Both servers answer every request, and rmw gives
 /// each client both clients' responses, dropping at the take those meant for the other
