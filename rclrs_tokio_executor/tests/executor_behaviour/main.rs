@@ -128,6 +128,10 @@ macro_rules! suite {
                 super::async_tasks_run_while_spinning(MAKE)
             }
             #[test]
+            fn a_graph_change_resolves_its_promise_before_the_period() {
+                super::a_graph_change_resolves_its_promise_before_the_period(MAKE)
+            }
+            #[test]
             fn a_dropped_node_leaves_the_graph_while_the_executor_spins() {
                 super::a_dropped_node_leaves_the_graph_while_the_executor_spins(MAKE)
             }

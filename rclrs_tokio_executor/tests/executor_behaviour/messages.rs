@@ -339,6 +339,45 @@ pub(crate) fn parameter_services_answer_remote_gets_and_sets(make: MakeExecutor)
     assert_eq!(gain.get(), 2.5);
 }
 
+/// A graph-change promise resolves when the graph changes, not at its polling period:
+/// with a period of a minute, a publisher that appears on another node is seen within
+/// seconds (rcl's graph guard condition, by push on the Tokio executor).
+pub(crate) fn a_graph_change_resolves_its_promise_before_the_period(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let watcher = executor
+        .create_node(unique("graph_watcher").as_str())
+        .unwrap();
+    let topic = format!("/{}", unique("graph_watched"));
+    let checks = Arc::new(AtomicUsize::new(0));
+    let seen = {
+        let (counting, topic, checks) = (Arc::clone(&watcher), topic.clone(), Arc::clone(&checks));
+        watcher.notify_on_graph_change_with_period(Duration::from_secs(60), move || {
+            checks.fetch_add(1, Ordering::SeqCst);
+            counting.count_publishers(&topic).unwrap() > 0
+        })
+    };
+    // The watch starts, checks once (no publisher yet) and waits.
+    support::spin_until(&mut executor, || checks.load(Ordering::SeqCst) > 0);
+    let publishing = executor
+        .create_node(unique("graph_publisher").as_str())
+        .unwrap();
+    let _publisher = publishing
+        .create_publisher::<Int32>(topic.as_str())
+        .unwrap();
+    let started = Instant::now();
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(seen)
+            .timeout(Duration::from_secs(20)),
+    );
+    assert!(
+        errors.is_empty(),
+        "no graph change noticed in 20 s: {errors:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
 pub(crate) fn a_dropped_node_leaves_the_graph_while_the_executor_spins(make: MakeExecutor) {
     let context = Context::default_from_env().unwrap();
     let mut executor = make(&context);
