@@ -36,12 +36,14 @@ impl SimClock {
 
     /// The ROS arguments of a node that follows this clock: `use_sim_time` on, and its
     /// `/clock` remapped to this clock's topic.
-    pub fn node_arguments(&self) -> Vec<String> {
-        ["--ros-args", "-p", "use_sim_time:=true", "-r"]
-            .into_iter()
-            .map(String::from)
-            .chain([format!("/clock:={}", self.topic)])
-            .collect()
+    pub fn node_arguments(&self) -> [String; 5] {
+        [
+            "--ros-args".into(),
+            "-p".into(),
+            "use_sim_time:=true".into(),
+            "-r".into(),
+            format!("/clock:={}", self.topic),
+        ]
     }
 
     /// Start publishing from `node`, once `subscriptions` subscriptions have matched.
@@ -57,15 +59,15 @@ impl SimClock {
         self.publisher = Some(publisher);
     }
 
-    /// Publish `ns` as the ROS time.
+    /// Publish `ns` as the ROS time (negative times round down, as rcl reads them).
     pub fn set(&self, ns: i64) {
         self.now_ns.store(ns, Ordering::SeqCst);
         let publisher = self.publisher.as_ref().expect("publish_from comes first");
         publisher
             .publish(ClockMsg {
                 clock: TimeMsg {
-                    sec: (ns / SEC) as i32,
-                    nanosec: (ns % SEC) as u32,
+                    sec: ns.div_euclid(SEC) as i32,
+                    nanosec: ns.rem_euclid(SEC) as u32,
                 },
             })
             .unwrap();
