@@ -4,6 +4,11 @@ mod dedicated_workers;
 
 pub use dedicated_workers::{DedicatedThread, DedicatedWorkers, Placement};
 
+/// The fewest threads the pool has by default: two, as rclcpp's multi-threaded
+/// executor, so that on a one-CPU machine (a container limited to one core) a Worker
+/// whose callback blocks still holds up no other Worker.
+const MIN_DEFAULT_THREADS: usize = 2;
+
 /// How to build a Tokio executor; every setting has a documented default.
 ///
 /// ```no_run
@@ -31,8 +36,7 @@ impl Default for TokioExecutorOptions {
     fn default() -> Self {
         Self {
             worker_threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2),
+                .map_or(MIN_DEFAULT_THREADS, |n| n.get().max(MIN_DEFAULT_THREADS)),
             thread_name: "rclrs-tokio".to_string(),
             runtime_handle: None,
             stage_tracing: false,
@@ -45,15 +49,17 @@ impl Default for TokioExecutorOptions {
 }
 
 impl TokioExecutorOptions {
-    /// The defaults: the executor's own pool of Tokio threads, one per CPU core, each
-    /// running a single-threaded runtime, named `rclrs-tokio-<n>`.
+    /// The defaults: the executor's own pool of Tokio threads, one per CPU core (at least
+    /// two), each running a single-threaded runtime, named `rclrs-tokio-<n>`.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Threads of the executor's own pool (default: the number of CPU cores; at least 1).
-    /// Each Worker's callbacks run on one thread at a time, so this bounds how many
-    /// Workers run in parallel. Ignored with [`Self::runtime_handle`].
+    /// Threads of the executor's own pool (default: the number of CPU cores the process
+    /// may use, and at least two, so that Workers run in parallel even on a one-CPU
+    /// machine; set: at least 1). Each Worker's callbacks run on one thread at a time, so
+    /// this bounds how many Workers run in parallel. Ignored with
+    /// [`Self::runtime_handle`].
     pub fn worker_threads(mut self, threads: usize) -> Self {
         self.worker_threads = threads.max(1);
         self

@@ -2,8 +2,9 @@
 //! whatever the basic executor guarantees, the Tokio executor must guarantee too.
 //!
 //! Each case is a function taking an executor factory; the `suite!` macro instantiates
-//! every case once per executor, as `basic::<case>`, `tokio::<case>` and
-//! `tokio_dedicated::<case>` (every Worker on a dedicated thread).
+//! every case once per executor, as `basic::<case>`, `tokio::<case>`,
+//! `tokio_follow_load::<case>`, `tokio_one_cpu::<case>` (the default executor on a
+//! one-CPU machine) and `tokio_dedicated::<case>` (every Worker on a dedicated thread).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -134,6 +135,10 @@ macro_rules! suite {
             #[test]
             fn a_dropped_node_leaves_the_graph_while_the_executor_spins() {
                 super::a_dropped_node_leaves_the_graph_while_the_executor_spins(MAKE)
+            }
+            #[test]
+            fn a_dropped_node_with_only_a_graph_listener_leaves_the_graph() {
+                super::a_dropped_node_with_only_a_graph_listener_leaves_the_graph(MAKE)
             }
             #[test]
             fn dropping_an_entity_during_spin_stops_its_callbacks() {
@@ -276,6 +281,13 @@ suite!(
 suite!(
     tokio_follow_load,
     |context| support::follow_load_executor(context, "rclrs-tokio"),
+    stricter_than_basic
+);
+// The default executor on a one-CPU machine (a container limited to one core): Workers
+// still run in parallel, so a callback that blocks holds up only its own Worker.
+suite!(
+    tokio_one_cpu,
+    support::one_cpu_executor,
     stricter_than_basic
 );
 // Every Worker on a thread of its own, asking for a core that does not exist and a

@@ -378,18 +378,27 @@ pub(crate) fn a_graph_change_resolves_its_promise_before_the_period(make: MakeEx
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
-pub(crate) fn a_dropped_node_leaves_the_graph_while_the_executor_spins(make: MakeExecutor) {
+/// A fresh executor with a node that watches the ROS graph.
+fn executor_with_graph_observer(make: MakeExecutor) -> (Executor, Node) {
     let context = Context::default_from_env().unwrap();
-    let mut executor = make(&context);
+    let executor = make(&context);
     let observer = executor
         .create_node(unique("graph_observer").as_str())
         .unwrap();
+    (executor, observer)
+}
+
+/// Whether `observer` sees a node named `name` in the graph.
+fn lists_node(observer: &Node, name: &str) -> bool {
+    let names = observer.get_node_names().unwrap();
+    names.iter().any(|node| node.name == name)
+}
+
+pub(crate) fn a_dropped_node_leaves_the_graph_while_the_executor_spins(make: MakeExecutor) {
+    let (mut executor, observer) = executor_with_graph_observer(make);
     let name = unique("graph_leaver");
     let leaver = executor.create_node(name.as_str()).unwrap();
-    let listed = |observer: &Node| {
-        let names = observer.get_node_names().unwrap();
-        names.iter().any(|node| node.name == name)
-    };
+    let listed = |observer: &Node| lists_node(observer, &name);
     // Spinning starts the leaver's graph-change task, which owns its graph guard
     // condition and, through it, the node handle. A client waiting for a service that
     // never comes listens for graph changes, so that guard condition is also waited on.
@@ -406,6 +415,34 @@ pub(crate) fn a_dropped_node_leaves_the_graph_while_the_executor_spins(make: Mak
     spin_until(&mut executor, client.notify_on_service_ready());
     let response: Promise<SetBool_Response> = client.call(SetBool_Request { data: true }).unwrap();
     assert!(run_to_end(&mut executor, response).unwrap().success);
+}
+
+/// A node whose only entity in the executor is its graph guard condition (no parameter
+/// services; a graph-change listener made it join) leaves the graph once dropped: the
+/// graph-change task ends with the node and wakes the Worker that holds the guard
+/// condition, which then drops it and with it the node handle (patch 0019). Nothing else
+/// of the node would wake that Worker.
+pub(crate) fn a_dropped_node_with_only_a_graph_listener_leaves_the_graph(make: MakeExecutor) {
+    let (mut executor, observer) = executor_with_graph_observer(make);
+    let name = unique("graph_listener_only");
+    let leaver = executor
+        .create_node(name.as_str().start_parameter_services(false))
+        .unwrap();
+    let listed = |observer: &Node| lists_node(observer, &name);
+    let checks = Arc::new(AtomicUsize::new(0));
+    let never = {
+        let checks = Arc::clone(&checks);
+        leaver.notify_on_graph_change(move || {
+            checks.fetch_add(1, Ordering::SeqCst);
+            false
+        })
+    };
+    support::spin_until(&mut executor, || {
+        checks.load(Ordering::SeqCst) > 0 && listed(&observer)
+    });
+    spin_for(&mut executor, Duration::from_millis(50));
+    drop((never, leaver));
+    support::spin_until(&mut executor, || !listed(&observer));
 }
 
 pub(crate) fn dropping_an_entity_during_spin_stops_its_callbacks(make: MakeExecutor) {

@@ -163,6 +163,16 @@ suite!(
 // and the slow one's first 20 ms callback holds the fast one on their shared thread long
 // enough to overflow its queue of 20 (the option's documented price; from then on the
 // slow Worker keeps a thread of its own, see `follow_load.rs`).
+// The default executor on a one-CPU machine: a slow Worker still holds back no other.
+suite!(
+    tokio_one_cpu,
+    support::one_cpu_executor,
+    [
+        a_slow_worker_drops_its_oldest_and_does_not_hold_back_the_others,
+        a_fanout_callback_that_halts_is_the_last_to_start,
+        calls_from_a_burst_of_fanout_callbacks_are_all_answered
+    ]
+);
 suite!(
     tokio_follow_load,
     |context| support::follow_load_executor(context, "rclrs-tokio"),

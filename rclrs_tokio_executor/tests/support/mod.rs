@@ -52,6 +52,22 @@ pub fn dedicated_executor(context: &Context) -> Executor {
         .unwrap()
 }
 
+/// The default Tokio executor as a one-CPU machine builds it: the test's thread is
+/// pinned to one CPU first (it is the test's own thread, which ends with the test), so
+/// the executor sees one core and its threads start on that core too.
+pub fn one_cpu_executor(context: &Context) -> Executor {
+    assert!(
+        ffi::pin_this_thread_to_one_cpu(),
+        "could not pin the test's thread to one CPU"
+    );
+    assert_eq!(
+        std::thread::available_parallelism().map(|n| n.get()).ok(),
+        Some(1),
+        "pinned to one CPU, the thread should see one"
+    );
+    context.create_tokio_executor()
+}
+
 /// Wait (at most 20 s) until `publisher` matched `subscriptions` subscriptions.
 pub fn wait_matched<T: rclrs::MessageIDL>(publisher: &Publisher<T>, subscriptions: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
