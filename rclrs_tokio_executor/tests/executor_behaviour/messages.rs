@@ -419,9 +419,9 @@ pub(crate) fn a_dropped_node_leaves_the_graph_while_the_executor_spins(make: Mak
 
 /// A node whose only entity in the executor is its graph guard condition (no parameter
 /// services; a graph-change listener made it join) leaves the graph once dropped: the
-/// graph-change task ends with the node and wakes the Worker that holds the guard
-/// condition, which then drops it and with it the node handle (patch 0019). Nothing else
-/// of the node would wake that Worker.
+/// graph-change task ends with the node, and dropping the guard condition wakes the
+/// Worker that holds it, which then drops it and with it the node handle (patch 0019).
+/// Nothing else of the node would wake that Worker.
 pub(crate) fn a_dropped_node_with_only_a_graph_listener_leaves_the_graph(make: MakeExecutor) {
     let (mut executor, observer) = executor_with_graph_observer(make);
     let name = unique("graph_listener_only");
