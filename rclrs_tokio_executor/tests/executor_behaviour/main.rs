@@ -10,12 +10,14 @@
 mod support;
 
 mod created_inside;
+mod graph;
 mod messages;
 mod spin_end;
 mod timers;
 mod workers;
 
 use created_inside::*;
+use graph::*;
 use messages::*;
 use spin_end::*;
 use timers::*;
@@ -141,6 +143,10 @@ macro_rules! suite {
                 super::a_dropped_node_with_only_a_graph_listener_leaves_the_graph(MAKE)
             }
             #[test]
+            fn a_node_dropped_inside_its_own_callback_leaves_the_graph() {
+                super::a_node_dropped_inside_its_own_callback_leaves_the_graph(MAKE)
+            }
+            #[test]
             fn dropping_an_entity_during_spin_stops_its_callbacks() {
                 super::dropping_an_entity_during_spin_stops_its_callbacks(MAKE)
             }
@@ -242,7 +248,8 @@ macro_rules! suite {
 
 /// Where the Tokio executor promises more than the basic one, which (measured with
 /// rclrs 0.8) still ran 7 of 9 queued callbacks of a subscription dropped inside its
-/// own callback, and more callbacks after a halt or a resolved promise from inside one
+/// own callback (4 to 7 of 9 when its node went with it), and more callbacks after a
+/// halt or a resolved promise from inside one
 /// (the Tokio executor stops at once), and answered only half of the calls from a burst
 /// of callbacks whenever other tests ran beside it.
 /// Expanded inside a `suite!` module.
@@ -255,6 +262,10 @@ macro_rules! stricter_than_basic {
         #[test]
         fn a_worker_dropped_inside_its_own_callback_runs_no_more() {
             super::a_worker_dropped_inside_its_own_callback_runs_no_more(MAKE)
+        }
+        #[test]
+        fn a_node_dropped_inside_its_own_callback_runs_no_more() {
+            super::a_node_dropped_inside_its_own_callback_runs_no_more(MAKE)
         }
         #[test]
         fn a_halt_from_inside_a_callback_starts_no_further_callback() {
