@@ -263,6 +263,10 @@ def test_instructions_per_message_are_counted_under_callgrind(tmp_path):
         assert 2_000 < per['receive_side'] < 200_000, run
         assert per['process'] == pytest.approx(
             per['publishing_thread'] + per['receive_side'], abs=2), run
+        # Both publish paths read the clock (rmw stamps every message it sends).
+        clocks = run['clock_reads_per_message']
+        assert 0 < clocks['publishing_thread'] < 50, run
+        assert 0 <= clocks['receive_side'] < 50, run
         assert run['node']['drop_pct'] == 0.0, run
     assert '| cpu_10kHz | rclrs_tokio |' in (tmp_path / 'instructions.md').read_text()
 
@@ -275,12 +279,17 @@ def test_a_callgrind_dump_is_read_per_thread(tmp_path):
         'events: Ir', 'fn=(1) 0x00000000002a8d10',
         '0 40', 'cfn=(2) rcl_publish', 'calls=30 0', '0 900', 'cfn=(3) clock_gettime',
         'calls=60 0', '0 100', 'cfn=(2)', 'calls=12 0', '0 300', 'summary: 1340', '']))
-    assert parse_thread_dump(dump) == {'instructions': 1340, 'publishes': 42,
-                                       'publisher': True}
+    assert parse_thread_dump(dump) == {'instructions': 1340, 'clock_reads': 60,
+                                       'publishes': 42, 'publisher': True}
+    # Clock reads: glibc's clock_gettime from anywhere but itself (its own call into
+    # the vDSO is part of the same read).
     other = tmp_path / 'cg.1.1-03'
-    other.write_text('events: Ir\nfn=(1) tokio::runtime::park\n0 77\ntotals: 77\n')
-    assert parse_thread_dump(other) == {'instructions': 77, 'publishes': 0,
-                                        'publisher': False}
+    other.write_text('events: Ir\nfn=(1) tokio::runtime::park\n0 77\n'
+                     'cfn=(2) clock_gettime@@GLIBC_2.17\ncalls=5 0\n0 50\n'
+                     'fn=(2)\n0 10\ncfn=(3) clock_gettime@@GLIBC_PRIVATE\ncalls=5 0\n0 20\n'
+                     'totals: 157\n')
+    assert parse_thread_dump(other) == {'instructions': 157, 'clock_reads': 5,
+                                        'publishes': 0, 'publisher': False}
     # rclcpp's intra-process publish, where a publisher never calls rcl_publish.
     ipc = tmp_path / 'cg.1.1-04'
     ipc.write_text('events: Ir\nfn=(1) main\n0 5\ncfn=(2) void rclcpp::experimental::'

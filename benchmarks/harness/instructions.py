@@ -36,6 +36,13 @@ thousands of entities, put up to 19,000 more instructions a message there). The 
 own JSON line (received, drops) is kept beside them. Needs valgrind; without it
 the run says so and exits 2.
 
+Clock reads: beside the instructions, the calls to `clock_gettime` per message, on the
+publishing thread and on the receive side. A read through the vDSO is about thirty
+instructions, so the instruction counts barely see it, but on a VM it takes as long as
+a few hundred (30 ns on the 2-core AMD EPYC host, measured with a loop of
+`Instant::now()`; a mutex lock and unlock took 5 ns there, a histogram record 4 to 7 ns).
+Counting the reads makes that part of a message's time visible too.
+
 Writes instructions.json and instructions.md into the output directory.
 """
 
@@ -81,17 +88,21 @@ def with_rate(args: list[str], rate_hz: int) -> list[str]:
 # intra-process manager.
 RCL_PUBLISH = 'rcl_publish'
 IPC_PUBLISH = 'rclcpp::experimental::IntraProcessManager::do_intra_process_publish<'
+# glibc's clock read (which enters the vDSO); calls to it from inside it do not count.
+CLOCK_READ = 'clock_gettime'
 
 
 def parse_thread_dump(path: Path) -> dict:
-    """One thread's dump: its total instructions and its publishes (calls to
-    `rcl_publish`, else to rclcpp's intra-process publish). The publishing thread is the
-    one that made some: in one process nothing else publishes, and a stripped node has no
-    other name to tell it by."""
+    """One thread's dump: its total instructions, its clock reads and its publishes
+    (calls to `rcl_publish`, else to rclcpp's intra-process publish). The publishing
+    thread is the one that made some: in one process nothing else publishes, and a
+    stripped node has no other name to tell it by."""
     names: dict[str, str] = {}
     total = 0
     publishes = 0
     ipc_publishes = 0
+    clock_reads = 0
+    caller = ''
     callee = None
     for line in path.read_text(errors='replace').splitlines():
         if line.startswith(('fn=', 'cfn=')):
@@ -105,17 +116,23 @@ def parse_thread_dump(path: Path) -> dict:
             name = names.get(ident, '')
             if line.startswith('cfn='):
                 callee = name
+            else:
+                caller = name
         elif line.startswith('calls='):
             calls = int(line.split('=', 1)[1].split()[0])
             if callee == RCL_PUBLISH:
                 publishes += calls
             elif callee is not None and IPC_PUBLISH in callee:
                 ipc_publishes += calls
+            elif (callee is not None and callee.startswith(CLOCK_READ)
+                  and not caller.startswith(CLOCK_READ)):
+                clock_reads += calls
             callee = None
         elif line.startswith(('summary:', 'totals:')):
             total = max(total, int(line.split(':', 1)[1].split()[0]))
     publishes = publishes or ipc_publishes
-    return {'instructions': total, 'publishes': publishes, 'publisher': publishes > 0}
+    return {'instructions': total, 'clock_reads': clock_reads, 'publishes': publishes,
+            'publisher': publishes > 0}
 
 
 # How long valgrind may take to start a node until it publishes (about 5 s on an idle
@@ -201,12 +218,17 @@ def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: floa
                            f'{err.strip()[-300:]}')
     publishing = sum(t['instructions'] for t in threads if t['publisher'])
     process = sum(t['instructions'] for t in threads)
+    clocks_publishing = sum(t['clock_reads'] for t in threads if t['publisher'])
+    clocks = sum(t['clock_reads'] for t in threads)
     return {
         'scenario': scenario, 'executor': executor, 'messages': messages,
         'threads': len(threads),
         'per_message': {'process': round(process / messages),
                         'publishing_thread': round(publishing / messages),
                         'receive_side': round((process - publishing) / messages)},
+        'clock_reads_per_message': {
+            'publishing_thread': round(clocks_publishing / messages, 2),
+            'receive_side': round((clocks - clocks_publishing) / messages, 2)},
         'node': {k: node_report.get(k) for k in ('received', 'drop_pct', 'received_per_s')},
         'command': ' '.join(shlex.quote(a) for a in valgrind + cmd),
     }
@@ -223,18 +245,21 @@ def markdown(document: dict) -> str:
         f'after {document["method"]["warmup_s"]} s from the first publish. User-space '
         'instructions only (no kernel, no cache misses): see '
         '`benchmarks/harness/instructions.py`.', '',
-        '| scenario | executor | messages | process | publishing thread | receive side |',
-        '| --- | --- | --- | --- | --- | --- |',
+        '| scenario | executor | messages | process | publishing thread | receive side '
+        '| clock reads: publishing thread | clock reads: receive side |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ]
     for run in document['runs']:
         if 'per_message' not in run:
             why = ' '.join(str(run.get('absent') or run.get('failed')).split())
             lines.append(f'| {run["scenario"]} | {run["executor"]} | '
-                         f'{why[:160].replace("|", "/")} | | | |')
+                         f'{why[:160].replace("|", "/")} | | | | | |')
             continue
         p = run['per_message']
+        c = run['clock_reads_per_message']
         lines.append(f'| {run["scenario"]} | {run["executor"]} | {run["messages"]} | '
-                     f'{p["process"]:,} | {p["publishing_thread"]:,} | {p["receive_side"]:,} |')
+                     f'{p["process"]:,} | {p["publishing_thread"]:,} | {p["receive_side"]:,} '
+                     f'| {c["publishing_thread"]:.2f} | {c["receive_side"]:.2f} |')
     return '\n'.join(lines) + '\n'
 
 
@@ -288,10 +313,11 @@ def main(argv=None) -> int:
                     print(f'{scenario:<20} {executor:<18} FAILED: {error}', flush=True)
                     continue
                 runs.append(run)
-                p = run['per_message']
+                p, c = run['per_message'], run['clock_reads_per_message']
                 print(f'{scenario:<20} {executor:<18} process {p["process"]:>7,} '
                       f'publishing {p["publishing_thread"]:>7,} receive side '
-                      f'{p["receive_side"]:>7,} instructions/message '
+                      f'{p["receive_side"]:>7,} instructions/message, clock reads '
+                      f'{c["publishing_thread"]:.2f} and {c["receive_side"]:.2f} '
                       f'({run["messages"]} messages)', flush=True)
     document = {
         'machine': machine(),

@@ -217,6 +217,19 @@ fn stage_tracing_records_each_stage_only_while_on() {
     );
     let end_to_end = StageLatencies::summarize(&stages.notify_to_callback_end);
     assert!(end_to_end.p50 > Duration::ZERO && end_to_end.p50 < Duration::from_secs(1));
+    // Each item's end-to-end time contains its notify-to-wake time, so every quantile
+    // of the one is at least that of the other.
+    let to_wake = StageLatencies::summarize(&stages.notify_to_wake);
+    for (whole, part) in [
+        (end_to_end.p50, to_wake.p50),
+        (end_to_end.p99, to_wake.p99),
+        (end_to_end.max, to_wake.max),
+    ] {
+        assert!(
+            whole >= part,
+            "end to end {whole:?} below notify to wake {part:?}"
+        );
+    }
 
     stats.set_stage_tracing(false);
     publish_and_hear(&mut executor, 200);

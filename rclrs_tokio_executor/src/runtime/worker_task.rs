@@ -98,6 +98,12 @@ pub(crate) struct WorkerTask {
     /// With `follow_load`: this Worker once ran long callbacks, and keeps a thread of
     /// its own (see `placement`).
     blocker: bool,
+    /// When the item in hand was picked up: the start of its busy time, and of its
+    /// stage trace.
+    item_started: Instant,
+    /// When a traced item's last execution returned: the end of its busy time, so that
+    /// tracing reads the clock no more often than it needs to (see `stage_trace`).
+    traced_end: Option<Instant>,
 }
 
 impl WorkerTask {
@@ -147,6 +153,8 @@ impl WorkerTask {
             home: None,
             next_placement_check: None,
             blocker: false,
+            item_started: Instant::now(),
+            traced_end: None,
         };
         match dedicated {
             None => task.spawn_on_pool(None),
@@ -319,7 +327,8 @@ impl WorkerTask {
             } else {
                 None
             };
-            let started = std::time::Instant::now();
+            let started = Instant::now();
+            self.item_started = started;
             // With `follow_load`, the turn's budget before the item, to count the callbacks
             // it ran; not for a loan, which waits for the fallback waiter without holding
             // the thread.
@@ -327,7 +336,11 @@ impl WorkerTask {
                 && !matches!(item, MailItem::Loan(_)))
             .then(turn::left);
             let worked = self.process(item).await;
-            let busy = started.elapsed();
+            let busy = self
+                .traced_end
+                .take()
+                .unwrap_or_else(Instant::now)
+                .saturating_duration_since(started);
             self.counters.was_busy(busy);
             if let Some(before) = budget_before {
                 self.count_load(busy, before.saturating_sub(turn::left()));

@@ -97,7 +97,10 @@ impl WorkerTask {
         let mut out_of_time = false;
         // Whether a part stopped before rmw's queue was empty.
         let mut left_full = false;
-        let mut trace = self.counters.tracing().then(|| ItemTrace::begin(entity));
+        let mut trace = self
+            .counters
+            .tracing()
+            .then(|| ItemTrace::begin(entity, self.item_started));
         let subscription = entity.kind == RclPrimitiveKind::Subscription;
         let sweep = subscription && entity.take_sweep();
         // A subscription's claimed arrivals, outside a single pass: its backlog.
@@ -221,6 +224,7 @@ impl WorkerTask {
             }
         }
         drop(guard);
+        self.traced_end = trace.and_then(ItemTrace::finish);
         if paused && !dropped {
             resume(entity);
         }
