@@ -98,12 +98,6 @@ pub(crate) struct WorkerTask {
     /// With `follow_load`: this Worker once ran long callbacks, and keeps a thread of
     /// its own (see `placement`).
     blocker: bool,
-    /// When the item in hand was picked up: the start of its busy time, and of its
-    /// stage trace.
-    item_started: Instant,
-    /// When a traced item's last execution returned: the end of its busy time, so that
-    /// tracing reads the clock no more often than it needs to (see `stage_trace`).
-    traced_end: Option<Instant>,
 }
 
 impl WorkerTask {
@@ -153,8 +147,6 @@ impl WorkerTask {
             home: None,
             next_placement_check: None,
             blocker: false,
-            item_started: Instant::now(),
-            traced_end: None,
         };
         match dedicated {
             None => task.spawn_on_pool(None),
@@ -327,20 +319,16 @@ impl WorkerTask {
             } else {
                 None
             };
+            // The item's pick-up: the start of its busy time, and of its stage trace.
             let started = Instant::now();
-            self.item_started = started;
             // With `follow_load`, the turn's budget before the item, to count the callbacks
             // it ran; not for a loan, which waits for the fallback waiter without holding
             // the thread.
             let budget_before = (self.next_placement_check.is_some()
                 && !matches!(item, MailItem::Loan(_)))
             .then(turn::left);
-            let worked = self.process(item).await;
-            let busy = self
-                .traced_end
-                .take()
-                .unwrap_or_else(Instant::now)
-                .saturating_duration_since(started);
+            let worked = self.process(item, started).await;
+            let busy = started.elapsed();
             self.counters.was_busy(busy);
             if let Some(before) = budget_before {
                 self.count_load(busy, before.saturating_sub(turn::left()));
@@ -376,9 +364,9 @@ impl WorkerTask {
     }
 
     /// Run one mailbox item; true if a callback ran.
-    async fn process(&mut self, item: MailItem) -> bool {
+    async fn process(&mut self, item: MailItem, picked_up: Instant) -> bool {
         match item {
-            MailItem::Entity(entity) => self.drain(&entity),
+            MailItem::Entity(entity) => self.drain(&entity, picked_up),
             MailItem::Payload(task) => {
                 let payload = self.payload.as_deref_mut().expect("payload is home");
                 let scope = InlineScope::begin();

@@ -48,6 +48,7 @@ use crate::runtime::{async_tasks::InlineScope, entity::Entity};
 use rclrs::{log_error, RclPrimitiveKind, ReadyKind};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// How many times a Worker executes one entity before re-queueing it behind the others.
 const ENTITY_BUDGET: usize = 256;
@@ -66,8 +67,9 @@ const NAP_AT: usize = 4;
 
 impl WorkerTask {
     /// Execute an entity once per claimed arrival (once in a single pass), stopping when
-    /// rmw has nothing left. True if a callback ran.
-    pub(super) fn drain(&mut self, entity: &Arc<Entity>) -> bool {
+    /// rmw has nothing left. True if a callback ran. `picked_up`: when the Worker picked
+    /// the item up (for stage tracing).
+    pub(super) fn drain(&mut self, entity: &Arc<Entity>, picked_up: Instant) -> bool {
         if entity.kind == RclPrimitiveKind::GuardCondition {
             self.run_guard_condition(entity);
             return true;
@@ -100,7 +102,7 @@ impl WorkerTask {
         let mut trace = self
             .counters
             .tracing()
-            .then(|| ItemTrace::begin(entity, self.item_started));
+            .then(|| ItemTrace::begin(entity, picked_up));
         let subscription = entity.kind == RclPrimitiveKind::Subscription;
         let sweep = subscription && entity.take_sweep();
         // A subscription's claimed arrivals, outside a single pass: its backlog.
@@ -224,7 +226,6 @@ impl WorkerTask {
             }
         }
         drop(guard);
-        self.traced_end = trace.and_then(ItemTrace::finish);
         if paused && !dropped {
             resume(entity);
         }

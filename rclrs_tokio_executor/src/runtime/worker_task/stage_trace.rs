@@ -4,11 +4,10 @@
 //!
 //! What it costs is what the Worker pays per message with tracing on, so it reads the
 //! clock only where a stage needs a reading of its own: the pick-up is the item loop's
-//! own start reading (for the Worker's busy time), and the last execution's end is
-//! handed back to the item loop for the same busy time ([`ItemTrace::finish`]). Stamps
-//! stay `Instant`s and stages are their differences; only the push callback's stamp,
-//! which crosses threads in an atomic, is in nanoseconds (`now_ns`), and the item's
-//! pick-up is converted once to meet it.
+//! own start reading (the start of the Worker's busy time). Stamps stay `Instant`s and
+//! stages are their differences; only the push callback's stamp, which crosses threads
+//! in an atomic, is in nanoseconds (`now_ns`), and the item's pick-up is converted once
+//! to meet it.
 
 use crate::runtime::entity::Entity;
 use crate::stats::stage_latencies::record;
@@ -23,8 +22,6 @@ pub(super) struct ItemTrace {
     picked_up: Instant,
     /// The item's first execution is still to come.
     first: bool,
-    /// When the item's last execution returned.
-    ended: Option<Instant>,
 }
 
 impl ItemTrace {
@@ -35,7 +32,6 @@ impl ItemTrace {
             notified: entity.take_notified_ns(),
             picked_up,
             first: true,
-            ended: None,
         }
     }
 
@@ -47,7 +43,6 @@ impl ItemTrace {
     /// An execution that started at `started` returned.
     pub(super) fn executed(&mut self, counters: &WorkerCounters, started: Instant) {
         let ended = Instant::now();
-        self.ended = Some(ended);
         let taken = rclrs::taken_at();
         let first = std::mem::replace(&mut self.first, false);
         let notified = self.notified;
@@ -72,11 +67,6 @@ impl ItemTrace {
                 record(&mut stages.callback, nanos(ended, taken));
             }
         });
-    }
-
-    /// End the trace: when the item's last execution returned, if one ran.
-    pub(super) fn finish(self) -> Option<Instant> {
-        self.ended
     }
 }
 
