@@ -3,6 +3,7 @@ node-time timer under simulated time driven by an in-process clock publisher (on
 topic private to the process, so the run neither moves nor follows anybody's /clock).
 
     ros2 launch rclrs_tokio timer_comparison_launch.py executor:=rclcpp_events rate_hz:=1000
+    ros2 launch rclrs_tokio timer_comparison_launch.py timers:=1000 rate_hz:=10
     ros2 launch rclrs_tokio timer_comparison_launch.py sim_speed:=10 period:=1
 """
 
@@ -20,6 +21,9 @@ RUST = {'rclrs_tokio', 'rclrs_basic'}
 ARGUMENTS = [
     executor_argument(with_floors=False),
     ('rate_hz', '1000', 'Steady-clock timer rate in Hz (ignored with sim_speed)'),
+    ('timers', '1',
+     'How many steady-clock timers, their phases spread over one period (ignored with '
+     'sim_speed)'),
     ('sim_speed', '',
      'Run under use_sim_time with /clock at this multiple of real time (0 = paused); '
      'empty for a steady-clock timer'),
@@ -38,7 +42,7 @@ def _node(context):
         arguments += ['--sim-speed', get['sim_speed'], '--period-s', get['period'],
                       '--clock-hz', get['clock_hz']]
     else:
-        arguments += ['--rate-hz', get['rate_hz']]
+        arguments += ['--rate-hz', get['rate_hz'], '--timers', get['timers']]
     # Under sim time the process runs a second node (the clock publisher): a launch `name`
     # remaps every node of the process, so both would get the same name.
     name = None if get['sim_speed'] else f'timer_{executor}'

@@ -256,6 +256,9 @@ def test_timer_sim_time_flags():
     assert '--rate-hz' not in flags
     _, _, [(_, flags)] = nodes_of(path)
     assert '--sim-speed' not in flags and flags['--rate-hz'] == '1000'
+    assert flags['--timers'] == '1'
+    _, _, [(_, flags)] = nodes_of(path, {'timers': '1000', 'rate_hz': '10'})
+    assert (flags['--timers'], flags['--rate-hz']) == ('1000', '10')
 
 
 def test_service_comparison_runs_the_action_workload_too():

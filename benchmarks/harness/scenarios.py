@@ -138,6 +138,11 @@ for _name, _args, _metric, _extra in [
         ('simtime_paused', ('--sim-speed', '0', '--period-s', '0.1'), 'fires',
          'expected_fires')]:
     SCENARIOS[_name] = Scenario('timer', _args, _metric, True, _extra, not_for=_NO_TIMER)
+# A thousand timers at 10 Hz on one node (10,000 fires a second, their phases spread over
+# the period): what the executor's timer handling costs per timer, as process CPU.
+SCENARIOS['timers_1000'] = Scenario('timer', ('--rate-hz', '10', '--timers', '1000'),
+                                    'cpu_process_pct', False, 'timer_rate_hz',
+                                    not_for=_NO_TIMER)
 TIMER_SCENARIOS = {name for name, s in SCENARIOS.items() if s.kind == 'timer'}
 
 # Dedicated-thread Workers (the Tokio executor's sync mode): the same workloads with every

@@ -1,13 +1,15 @@
 // Timer benchmarks in one process with an rclcpp executor, printing one JSON line.
 //
 //   timer_node_cpp --executor rclcpp_single|rclcpp_multi|rclcpp_events|rclcpp_events_cbg
-//                  --rate-hz R [--seconds S] [--warmup-s W]
+//                  --rate-hz R [--timers N] [--seconds S] [--warmup-s W]
 //   timer_node_cpp --executor ... --sim-speed X [--period-s P] [--seconds S] [--clock-hz H]
 //
 // The C++ twin of benchmarks/src/bin/timer_node.rs, with the same flags and JSON keys.
 //
-// Without `--sim-speed`: a steady-clock (wall) timer at R Hz; reports the rate it
-// achieved and the jitter of the period (|interval - period|).
+// Without `--sim-speed`: --timers N steady-clock (wall) timers (default one) at R Hz,
+// their phases spread evenly over one period; reports the rate each achieved on
+// average, the jitter of their periods (|interval - period|, every timer's intervals
+// pooled) and the process CPU.
 //
 // With `--sim-speed X`: a node with `use_sim_time:=true` and a timer on the node's (ROS)
 // clock with period P; another node publishes ROS time at H Hz (wall), advancing
@@ -168,25 +170,40 @@ std::string run_sim_time(
   return line;
 }
 
-/// Rate mode: a steady-clock timer at `--rate-hz`, its rate and period jitter.
+/// Rate mode: `--timers` steady-clock timers at `--rate-hz`, their rate and period
+/// jitter.
 std::string run_rate(
   const bench::Args & args, const std::string & executor_name, rclcpp::Executor & executor,
   double seconds, double warmup, const std::string & pid)
 {
   const double rate_hz = positive("--rate-hz", args.get<double>("rate-hz", 1000.0));
-  Fires fires;
+  const uint64_t timers = args.get<uint64_t>("timers", 1);
+  if (timers < 1) {
+    throw std::runtime_error("--timers: at least one");
+  }
+  std::vector<std::unique_ptr<Fires>> fires;
   std::atomic<bool> recording{false};
 
   auto node = std::make_shared<rclcpp::Node>("timer_rate_" + pid);
-  // create_wall_timer: an RCL_STEADY_TIME timer, the counterpart of the Rust node's
-  // plain-Duration (steady) timer.
-  auto timer = node->create_wall_timer(
-    bench::seconds_to_ns(1.0 / rate_hz),
-    [&fires, &recording] {
-      if (recording.load(std::memory_order_relaxed)) {
-        fires.push(bench::monotonic_ns());
-      }
-    });
+  const auto period = bench::seconds_to_ns(1.0 / rate_hz);
+  std::vector<rclcpp::TimerBase::SharedPtr> timer_handles;
+  for (uint64_t i = 0; i < timers; ++i) {
+    fires.push_back(std::make_unique<Fires>());
+    Fires * sink = fires.back().get();
+    // create_wall_timer: an RCL_STEADY_TIME timer, the counterpart of the Rust node's
+    // plain-Duration (steady) timer.
+    timer_handles.push_back(
+      node->create_wall_timer(
+        period, [sink, &recording] {
+          if (recording.load(std::memory_order_relaxed)) {
+            sink->push(bench::monotonic_ns());
+          }
+        }));
+    // A timer's phase is its creation time: spread them over one period.
+    if (i + 1 < timers) {
+      std::this_thread::sleep_for(period / static_cast<int64_t>(timers));
+    }
+  }
 
   executor.add_node(node);
   bench::SpinThread spinning(executor);
@@ -205,25 +222,31 @@ std::string run_rate(
   }
   executor.remove_node(node);
 
-  std::lock_guard<std::mutex> lock(fires.mutex);
-  const std::vector<int64_t> & stamps = fires.stamps;
   const double wall = static_cast<double>(t1 - t0) / 1e9;
   const double period_ns = 1e9 / rate_hz;
   bench::Latencies jitter;
-  for (size_t i = 1; i < stamps.size(); ++i) {
-    const double interval = static_cast<double>(stamps[i] - stamps[i - 1]);
-    jitter.push(static_cast<int64_t>(std::fabs(interval - period_ns)));
+  size_t fired = 0;
+  for (const auto & timer_fires : fires) {
+    std::lock_guard<std::mutex> lock(timer_fires->mutex);
+    const std::vector<int64_t> & stamps = timer_fires->stamps;
+    fired += stamps.size();
+    for (size_t i = 1; i < stamps.size(); ++i) {
+      const double interval = static_cast<double>(stamps[i] - stamps[i - 1]);
+      jitter.push(static_cast<int64_t>(std::fabs(interval - period_ns)));
+    }
   }
   char line[1024];
   std::snprintf(
     line, sizeof(line),
-    "{\"executor\": \"%s\", \"rate_hz\": %s, \"window_s\": %s, \"fires\": %zu, "
+    "{\"executor\": \"%s\", \"rate_hz\": %s, \"timers\": %llu, \"window_s\": %s, \"fires\": %zu, "
     "\"expected_fires\": %llu, \"timer_rate_hz\": %s, \"timer_jitter_p50_us\": %s, "
     "\"timer_jitter_p99_us\": %s, \"timer_jitter_max_us\": %s, \"cpu_process_pct\": %s, "
     "\"timer_jitter_hist\": %s}",
-    executor_name.c_str(), bench::display(rate_hz).c_str(), bench::fixed(wall, 3).c_str(),
-    stamps.size(), static_cast<unsigned long long>(std::llround(wall * rate_hz)),
-    bench::fixed(static_cast<double>(stamps.size()) / wall, 1).c_str(),
+    executor_name.c_str(), bench::display(rate_hz).c_str(),
+    static_cast<unsigned long long>(timers), bench::fixed(wall, 3).c_str(), fired,
+    static_cast<unsigned long long>(
+      std::llround(wall * rate_hz * static_cast<double>(timers))),
+    bench::fixed(static_cast<double>(fired) / wall / static_cast<double>(timers), 1).c_str(),
     bench::quantile(jitter, 0.5).c_str(), bench::quantile(jitter, 0.99).c_str(),
     bench::quantile(jitter, 1.0).c_str(), bench::fixed(100.0 * cpu / wall, 2).c_str(),
     jitter.histogram_json(bench::jitter_histogram_edges_us()).c_str());

@@ -65,8 +65,9 @@ impl TokioExecutorOptions {
         self
     }
 
-    /// Name of the pool's threads, before their index (default `rclrs-tokio`), and of
-    /// dedicated Worker threads, before `-d` and the Worker's number. Linux shows the
+    /// Name of the pool's threads, before their index (default `rclrs-tokio`), of
+    /// dedicated Worker threads, before `-d` and the Worker's number, and of the timer
+    /// scheduler's thread, before `-timers`. Linux shows the
     /// first 15 bytes. A name with a NUL byte makes creating the executor fail with
     /// [`TokioExecutorError::InvalidThreadName`](crate::TokioExecutorError::InvalidThreadName).
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {

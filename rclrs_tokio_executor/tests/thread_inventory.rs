@@ -168,3 +168,58 @@ fn dropping_the_executor_ends_its_threads() {
         assert_eq!(ours(), Vec::<String>::new(), "round {round}");
     }
 }
+
+/// Workers that get their first timers at the same moment share one timer-scheduler
+/// thread (two pool threads registering timers at once each started one before).
+#[test]
+fn timers_created_at_once_on_many_workers_start_one_scheduler_thread() {
+    const WORKERS: usize = 8;
+    let scheduler_threads = || {
+        thread_names()
+            .into_iter()
+            .filter(|name| name == "many-timers-tim")
+            .count()
+    };
+    for round in 0..10 {
+        let context = Context::default_from_env().unwrap();
+        let executor = context
+            .create_tokio_executor_with(
+                rclrs_tokio_executor::TokioExecutorOptions::new().thread_name("many-timers"),
+            )
+            .unwrap();
+        let node = executor
+            .create_node(unique("many_timers").as_str())
+            .unwrap();
+        let workers: Vec<_> = (0..WORKERS).map(|_| node.create_worker(())).collect();
+        let start = Arc::new(std::sync::Barrier::new(WORKERS));
+        let timers: Vec<_> = std::thread::scope(|scope| {
+            let makers: Vec<_> = workers
+                .iter()
+                .map(|worker| {
+                    let start = Arc::clone(&start);
+                    scope.spawn(move || {
+                        start.wait();
+                        worker
+                            .create_timer_repeating(Duration::from_millis(5), |_: &mut ()| {})
+                            .unwrap()
+                    })
+                })
+                .collect();
+            makers.into_iter().map(|m| m.join().unwrap()).collect()
+        });
+        // Registration happens on the Workers' own tasks: give them time to run it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while scheduler_threads() == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(scheduler_threads(), 1, "round {round}");
+        drop((timers, workers, node, context));
+        drop(executor);
+        assert_eq!(
+            scheduler_threads(),
+            0,
+            "round {round}: the thread outlived its executor"
+        );
+    }
+}

@@ -1,12 +1,15 @@
 //! Timer benchmarks in one process, printing one JSON line.
 //!
 //! ```text
-//! timer_node --executor rclrs_tokio|rclrs_basic --rate-hz R [--seconds S] [--warmup-s W]
+//! timer_node --executor rclrs_tokio|rclrs_basic --rate-hz R [--timers N] [--seconds S] [--warmup-s W]
 //! timer_node --executor ... --sim-speed X [--period-s P] [--seconds S] [--clock-hz H]
 //! ```
 //!
-//! Without `--sim-speed`: a steady-clock timer at R Hz on a Worker; reports the rate it
-//! achieved and the jitter of the period (|interval - period|).
+//! Without `--sim-speed`: `--timers N` steady-clock timers (default one) at R Hz on a
+//! Worker, their phases spread evenly over one period; reports the rate each achieved on
+//! average, the jitter of their periods (|interval - period|, every timer's intervals
+//! pooled) and the process CPU. Many timers show what the executor's timer handling
+//! costs per timer (the `timers_1000` scenario).
 //!
 //! With `--sim-speed X`: a node with `use_sim_time:=true` and a node-time timer of period
 //! P; another node publishes ROS time at H Hz (wall), advancing X × 1/H seconds of ROS
@@ -61,9 +64,12 @@ struct TimerArgs {
     /// Seconds before the window opens (steady-clock timer).
     #[arg(long = "warmup-s", default_value_t = 0.5, value_parser = cli::seconds)]
     warmup_s: f64,
-    /// The steady-clock timer's rate.
+    /// The steady-clock timers' rate.
     #[arg(long = "rate-hz", default_value_t = 1000.0, value_parser = cli::positive)]
     rate_hz: f64,
+    /// How many steady-clock timers (at least one).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    timers: u32,
     /// Follow a simulated /clock advancing this many times wall time (0: paused).
     #[arg(long = "sim-speed", value_parser = cli::seconds)]
     sim_speed: Option<f64>,
@@ -164,20 +170,26 @@ fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
             .int("expected_fires", expected)
             .num("cpu_process_pct", 100.0 * cpu / wall, 2)
     } else {
-        let rate_hz = args.rate_hz;
+        let (rate_hz, timers) = (args.rate_hz, args.timers as usize);
         let node = executor.create_node(format!("timer_rate_{}", std::process::id()).as_str())?;
         let worker = node.create_worker::<()>(());
         let recording = Arc::new(AtomicBool::new(false));
-        let sink = Arc::clone(&fires);
-        let rec = Arc::clone(&recording);
-        let _timer = worker.create_timer_repeating(
-            Duration::from_secs_f64(1.0 / rate_hz),
-            move |_: &mut ()| {
+        let period = Duration::from_secs_f64(1.0 / rate_hz);
+        let stamps: Vec<Arc<Mutex<Vec<i64>>>> = (0..timers).map(|_| Arc::default()).collect();
+        let mut _timers = Vec::with_capacity(timers);
+        for (i, sink) in stamps.iter().enumerate() {
+            let sink = Arc::clone(sink);
+            let rec = Arc::clone(&recording);
+            _timers.push(worker.create_timer_repeating(period, move |_: &mut ()| {
                 if rec.load(Ordering::Relaxed) {
                     sink.lock().unwrap().push(monotonic_ns());
                 }
-            },
-        )?;
+            })?);
+            // A timer's phase is its creation time: spread them over one period.
+            if i + 1 < timers {
+                std::thread::sleep(period / timers as u32);
+            }
+        }
         let spinning = std::thread::spawn(move || {
             let errors = executor.spin(SpinOptions::default().until_promise_resolved(stop_rx));
             (executor, errors)
@@ -192,20 +204,28 @@ fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
         let cpu = (cpu_ns() - cpu0) as f64 / 1e9;
         let _ = stop_tx.send(());
         let (_executor, _errors) = spinning.join().expect("spin thread");
-        let fires = fires.lock().unwrap();
         let wall = (t1 - t0) as f64 / 1e9;
         let period_ns = 1e9 / rate_hz;
         let mut jitter = Latencies::default();
-        for pair in fires.windows(2) {
-            jitter.push(((pair[1] - pair[0]) as f64 - period_ns).abs() as i64);
+        let mut fired = 0;
+        for stamps in &stamps {
+            let stamps = stamps.lock().unwrap();
+            fired += stamps.len();
+            for pair in stamps.windows(2) {
+                jitter.push(((pair[1] - pair[0]) as f64 - period_ns).abs() as i64);
+            }
         }
         Report::new()
             .text("executor", executor_name)
             .value("rate_hz", rate_hz)
+            .int("timers", timers as u64)
             .num("window_s", wall, 3)
-            .int("fires", fires.len() as u64)
-            .int("expected_fires", (wall * rate_hz).round() as u64)
-            .num("timer_rate_hz", fires.len() as f64 / wall, 1)
+            .int("fires", fired as u64)
+            .int(
+                "expected_fires",
+                (wall * rate_hz * timers as f64).round() as u64,
+            )
+            .num("timer_rate_hz", fired as f64 / wall / timers as f64, 1)
             .opt("timer_jitter_p50_us", jitter.quantile_us(0.5), 1)
             .opt("timer_jitter_p99_us", jitter.quantile_us(0.99), 1)
             .opt("timer_jitter_max_us", jitter.quantile_us(1.0), 1)

@@ -67,7 +67,7 @@ impl ExecutorShared {
         Arc::new(Self {
             gate: SpinGate::default(),
             threads,
-            timers: TimerScheduler::new(),
+            timers: TimerScheduler::new(&options.thread_name),
             workers: WorkerList::default(),
             tasks: Arc::default(),
             stats: ExecutorStats::default(),

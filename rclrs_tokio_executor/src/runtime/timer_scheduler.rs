@@ -7,14 +7,19 @@
 //!
 //! # Protocol
 //!
-//! - **Deadlines come from rcl.** For each armed timer the thread asks rcl how long
+//! - **Deadlines come from rcl.** When the thread looks at a timer it asks rcl how long
 //!   until the next call (`rcl_timer_get_time_until_next_call`), on the timer's own
-//!   clock. It sleeps until the earliest wall-clock deadline with `park_timeout` and a
-//!   1 ns timer slack, so precision is the kernel's, not Tokio's 1 ms timer wheel.
+//!   clock, and queues the wall-clock instant at which to look again ([`plan`]). It
+//!   sleeps until the earliest instant with `park_timeout` and a 1 ns timer slack, so
+//!   precision is the kernel's, not Tokio's 1 ms timer wheel.
+//! - **A wake-up looks only where it must**: at the timers whose instant has come, and
+//!   at those it was asked about ([`TimerScheduler::look_at`]: added, run by their
+//!   Worker, moved by a clock jump; or reset). So its cost follows the ticks it
+//!   delivers, not how many timers exist.
 //! - **ROS time.** A timer whose clock is ROS time with an active override (sim time)
 //!   has no wall-clock deadline: the thread never sleeps on it. rcl calls a jump
 //!   callback on that clock whenever `/clock` moves it (forwards, backwards, or on/off),
-//!   which wakes the thread to re-evaluate; paused time therefore costs nothing.
+//!   which asks the thread to look at the timer; paused time therefore costs nothing.
 //! - **A tick is a mailbox item.** When a timer is due, the thread notifies its entity,
 //!   which coalesces like any push notification, and remembers the call time it ticked
 //!   for: at most one tick is pending per timer, so a callback that overruns its period
@@ -29,21 +34,22 @@
 //!   one period later. By then the Worker has normally run the tick (the next call time
 //!   moved on), so the thread simply ticks again. Only if the tick is still pending
 //!   then (the Worker is busy or not spinning) does the timer wait for the Worker, which
-//!   wakes the thread after running it.
+//!   asks the thread to look at it after running it.
 //! - **A stale tick is forgotten.** The clock can move between a tick and its run:
 //!   `/clock` jumps back, or `use_sim_time` switches the clock source, which makes rcl
 //!   move the next call time. The timer is then not ready when the Worker runs the tick,
 //!   rcl does not call it, and its next call time may be the one the tick was for. An
 //!   unchanged next call time would look like a tick still pending, and the timer would
 //!   never tick again; so [`TimerScheduler::ran_tick`] forgets the tick in that case and
-//!   wakes the thread to look again.
+//!   asks the thread to look again.
 //! - **Reset and cancel.** A cancelled timer reports so and stays disarmed; rcl's
-//!   reset callback (`rcl_timer_set_on_reset_callback`) re-arms it. A reset wakes the
-//!   thread only if the timer is now due before the thread's own planned wake-up (an
-//!   action server resets its expiry timer with every finished goal, usually to a
-//!   deadline far off): the callback marks the scheduler dirty, then compares with the
-//!   planned time; the thread publishes its plan, then checks the mark before it
-//!   parks, so one of the two always sees the other.
+//!   reset callback (`rcl_timer_set_on_reset_callback`) asks the thread to look at it.
+//!   A reset wakes the thread only if the timer is now due before the thread's own
+//!   planned wake-up (an action server resets its expiry timer with every finished
+//!   goal, usually to a deadline far off); otherwise the request waits for that
+//!   wake-up. Every request marks the scheduler dirty, then compares with the planned
+//!   time or wakes the thread; the thread publishes its plan, then checks the mark
+//!   before it parks, so one of the two always sees the other.
 //! - **Teardown.** A Worker removes a timer here (under the scheduler's lock, so the
 //!   thread is done with its `rcl_timer_t`) before it clears the reset callback and
 //!   drops the primitive.
@@ -53,10 +59,13 @@
 //!
 //! Wake-ups use `thread::unpark`, which is sticky: a wake that lands while the thread is
 //! evaluating is not lost. Nothing here takes rclrs's clock lock, so the jump callback
-//! (which runs with that lock held) can never deadlock with the thread.
+//! (which runs with that lock held) can never deadlock with the thread; and the lock of
+//! the timers asked about, which the reset and jump callbacks take, is held only to
+//! insert a key or to swap the set out, never while anything else is taken.
 
 use crate::ffi::{RclTimer, TimerDue};
 pub(crate) mod alarms;
+mod plan;
 
 use crate::runtime::{
     entity::{Entity, TimerWatch},
@@ -64,7 +73,8 @@ use crate::runtime::{
     threads::{join_listed, keep_for_join, JoinList},
 };
 use alarms::{Alarm, AlarmList};
-use std::collections::HashMap;
+use plan::{Plan, ScheduledTimer};
+use std::collections::HashSet;
 use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
     Arc, Mutex, OnceLock, Weak,
@@ -75,19 +85,9 @@ use std::time::{Duration, Instant};
 /// Identifies a timer: the address of its entity.
 pub(crate) type TimerKey = usize;
 
-struct ScheduledTimer {
-    timer: RclTimer,
-    entity: Weak<Entity>,
-    mailbox: MailboxSender,
-    /// The next call time a tick was delivered for, until the Worker has run it.
-    ticked_for: Option<i64>,
-    /// The tick was still pending when the thread looked again: the Worker wakes the
-    /// thread after running it.
-    awaiting_worker: bool,
-    /// Its clock is ROS time driven by `/clock`: no wall-clock deadline.
-    sim_time: Arc<AtomicBool>,
-    /// How late a tick may come, in nanoseconds (see [`Slack`]).
-    slack_ns: i64,
+/// The key of a timer entity.
+pub(crate) fn key(entity: &Arc<Entity>) -> TimerKey {
+    Arc::as_ptr(entity) as usize
 }
 
 /// How late the thread may deliver a timer's tick. Timers get none. An action server's
@@ -111,7 +111,7 @@ impl Slack {
 
 #[derive(Default)]
 struct State {
-    timers: HashMap<TimerKey, ScheduledTimer>,
+    plan: Plan,
     stop: bool,
 }
 
@@ -123,8 +123,17 @@ struct Alarms(Mutex<AlarmList>);
 /// Shared with the scheduler thread and with every callback that wakes it.
 pub(crate) struct TimerScheduler {
     state: Mutex<State>,
+    /// Timers the thread is asked to look at, each once however often it was asked (a
+    /// lock of its own, held only to insert or to swap the set out, so callbacks never
+    /// wait for an evaluation).
+    asked: Mutex<HashSet<TimerKey>>,
     alarms: Alarms,
     thread: OnceLock<Thread>,
+    /// Held while the thread is started, so two Workers adding their first timers at
+    /// once start one thread, not two.
+    starting: Mutex<()>,
+    /// The thread's name: the executor's thread name, then `-timers`.
+    thread_name: String,
     /// The thread itself, joined when the executor is dropped.
     running: JoinList,
     /// Set by anyone who changed something; the thread re-evaluates when it is set.
@@ -136,11 +145,16 @@ pub(crate) struct TimerScheduler {
 }
 
 impl TimerScheduler {
-    pub(crate) fn new() -> Arc<Self> {
+    /// A scheduler whose thread (started with the first timer or alarm) is named after
+    /// the executor's threads.
+    pub(crate) fn new(executor_thread_name: &str) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State::default()),
+            asked: Mutex::default(),
             alarms: Alarms::default(),
             thread: OnceLock::new(),
+            starting: Mutex::default(),
+            thread_name: format!("{executor_thread_name}-timers"),
             running: JoinList::default(),
             dirty: AtomicBool::new(false),
             planned_ns: AtomicU64::new(0),
@@ -148,10 +162,12 @@ impl TimerScheduler {
         })
     }
 
-    /// rcl reset `timer` (it may be due earlier than before): wake the thread unless
-    /// its planned wake-up comes first anyway (within the timer's slack). Lock-free;
-    /// called from inside `rcl_timer_reset`, which has set the new deadline already.
-    pub(crate) fn rearmed(&self, timer: RclTimer, sim_time: bool, slack: Slack) {
+    /// rcl reset the timer `key` (it may be due earlier than before): ask the thread to
+    /// look at it, and wake the thread unless its planned wake-up comes first anyway
+    /// (within the timer's slack). Called from inside `rcl_timer_reset`, which has set
+    /// the new deadline already; takes only the `asked` lock.
+    pub(crate) fn rearmed(&self, key: TimerKey, timer: RclTimer, sim_time: bool, slack: Slack) {
+        self.asked.lock().unwrap().insert(key);
         self.dirty.store(true, Ordering::SeqCst);
         if !sim_time {
             if let TimerDue::In(ns) = timer.due() {
@@ -162,19 +178,28 @@ impl TimerScheduler {
                 }
             }
         }
-        if let Some(thread) = self.thread.get() {
-            thread.unpark();
-        }
+        self.unpark();
     }
 
     fn since_epoch(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.epoch).as_nanos() as u64
     }
 
-    /// Wake the thread to re-evaluate every timer. Cheap and lock-free: safe from rcl
-    /// callbacks (reset, clock jump).
+    /// Ask the thread to look at the timer `key` (added, run by its Worker, or moved by
+    /// a jump of its clock). Takes only the `asked` lock: safe from rcl callbacks.
+    pub(crate) fn look_at(&self, key: TimerKey) {
+        self.asked.lock().unwrap().insert(key);
+        self.wake();
+    }
+
+    /// Wake the thread to plan its sleep again (an alarm was filed, or the executor
+    /// stops). Lock-free.
     pub(crate) fn wake(&self) {
-        self.dirty.store(true, Ordering::Release);
+        self.dirty.store(true, Ordering::SeqCst);
+        self.unpark();
+    }
+
+    fn unpark(&self) {
         if let Some(thread) = self.thread.get() {
             thread.unpark();
         }
@@ -194,9 +219,13 @@ impl TimerScheduler {
         if self.thread.get().is_some() {
             return;
         }
+        let _starting = self.starting.lock().unwrap();
+        if self.thread.get().is_some() {
+            return;
+        }
         let weak = Arc::downgrade(self);
         let spawned = std::thread::Builder::new()
-            .name("rclrs-tokio-timers".into())
+            .name(self.thread_name.clone())
             .spawn(move || run(weak));
         match spawned {
             Ok(handle) => {
@@ -220,19 +249,10 @@ impl TimerScheduler {
         slack: Slack,
     ) {
         self.ensure_thread();
-        self.state.lock().unwrap().timers.insert(
-            key(entity),
-            ScheduledTimer {
-                timer,
-                entity: Arc::downgrade(entity),
-                mailbox,
-                ticked_for: None,
-                awaiting_worker: false,
-                sim_time,
-                slack_ns: slack.ns(),
-            },
-        );
-        self.wake();
+        let timer =
+            ScheduledTimer::new(timer, Arc::downgrade(entity), mailbox, sim_time, slack.ns());
+        self.state.lock().unwrap().plan.insert(key(entity), timer);
+        self.look_at(key(entity));
     }
 
     /// Deliver the ticks of the timers due now from the caller's thread, so a spin that
@@ -246,19 +266,19 @@ impl TimerScheduler {
             if state.stop {
                 return;
             }
-            // The thread's own plan stands: a tick sent here is pending when it looks.
-            evaluate(&mut state, &mut due);
+            state.plan.tick_every_due(&mut due);
         }
         for (entity, mailbox) in due {
             entity.tick(&mailbox);
         }
     }
 
-    /// The Worker ran a tick. Wakes the thread only if it is waiting for exactly that,
-    /// or if the tick was stale (see the module's protocol).
+    /// The Worker ran a tick. Asks the thread to look at the timer only if it is waiting
+    /// for exactly that, or if the tick was stale (see the module's protocol).
     pub(crate) fn ran_tick(&self, entity: &Entity) {
+        let key = entity as *const Entity as usize;
         let mut state = self.state.lock().unwrap();
-        let Some(timer) = state.timers.get_mut(&(entity as *const Entity as usize)) else {
+        let Some(timer) = state.plan.get_mut(key) else {
             return;
         };
         let stale = timer
@@ -270,7 +290,7 @@ impl TimerScheduler {
         if stale || timer.awaiting_worker || timer.sim_time.load(Ordering::Acquire) {
             timer.awaiting_worker = false;
             drop(state);
-            self.wake();
+            self.look_at(key);
         }
     }
 
@@ -279,8 +299,8 @@ impl TimerScheduler {
         self.state
             .lock()
             .unwrap()
-            .timers
-            .remove(&(entity as *const Entity as usize));
+            .plan
+            .forget(entity as *const Entity as usize);
     }
 
     pub(crate) fn stop(&self) {
@@ -295,23 +315,22 @@ impl TimerScheduler {
     }
 }
 
-fn key(entity: &Arc<Entity>) -> TimerKey {
-    Arc::as_ptr(entity) as usize
-}
-
 fn run(scheduler: Weak<TimerScheduler>) {
     crate::ffi::set_precise_timer_slack();
-    // The ticks of one evaluation, kept between loops so a steady rate allocates nothing.
+    // The ticks of one look and the timers asked about, kept between loops so a steady
+    // rate allocates nothing.
     let mut due = Vec::new();
+    let mut asked = HashSet::new();
     loop {
         let Some(this) = scheduler.upgrade() else {
             return;
         };
         this.planned_ns.store(0, Ordering::SeqCst);
         this.dirty.store(false, Ordering::SeqCst);
-        // Deadlines are kept as instants: the Workers that the ticks wake may run before
-        // this thread parks (on its core), and the time they take must not push the
-        // next tick later.
+        std::mem::swap(&mut asked, &mut *this.asked.lock().unwrap());
+        // Instants are planned from this reading: the Workers that the ticks wake may
+        // run before this thread parks (on its core), and the time they take must not
+        // push the next tick later.
         let evaluated = Instant::now();
         let timers_next = {
             let mut state = this.state.lock().unwrap();
@@ -320,8 +339,10 @@ fn run(scheduler: Weak<TimerScheduler>) {
                 this.with_alarms(AlarmList::ring_all);
                 return;
             }
-            evaluate(&mut state, &mut due)
+            state.plan.look_due_and(evaluated, &asked, &mut due);
+            state.plan.next()
         };
+        asked.clear();
         // Ticks go out once the lock is released: the Worker a tick wakes often runs at
         // once, on this core, and reports the tick back (`ran_tick`) under the same lock.
         for (entity, mailbox) in due.drain(..) {
@@ -329,16 +350,14 @@ fn run(scheduler: Weak<TimerScheduler>) {
         }
         let now = Instant::now();
         let alarms_next = this.with_alarms(|list| list.ring_due(now));
-        let next = match (
-            timers_next.map(|wait| evaluated + wait),
-            alarms_next.map(|wait| now + wait),
-        ) {
+        let next = match (timers_next, alarms_next.map(|wait| now + wait)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         let planned = next.map_or(u64::MAX, |deadline| this.since_epoch(deadline));
         this.planned_ns.store(planned, Ordering::SeqCst);
-        // A reset that saw the previous plan (or 0) and did not wake us: look again.
+        // A reset or a request that saw the previous plan (or 0) and did not wake us:
+        // look again.
         if this.dirty.load(Ordering::SeqCst) {
             continue;
         }
@@ -351,53 +370,6 @@ fn run(scheduler: Weak<TimerScheduler>) {
             None => std::thread::park(),
         }
     }
-}
-
-/// Find every due timer (its tick, for `due`); return how long until the earliest
-/// wall-clock deadline.
-fn evaluate(state: &mut State, due: &mut Vec<(Arc<Entity>, MailboxSender)>) -> Option<Duration> {
-    let mut next: Option<Duration> = None;
-    let mut wake_in = |wait: Duration| next = Some(next.map_or(wait, |n: Duration| n.min(wait)));
-    state.timers.retain(|_, timer| {
-        let Some(entity) = timer.entity.upgrade() else {
-            return false;
-        };
-        let sim_time = timer.sim_time.load(Ordering::Acquire);
-        // Read before `due`: if the clock moves in between, the tick is for a call time
-        // that is no longer next, and a later look ticks again (never the reverse, a
-        // tick recorded for a call time it did not find due).
-        let next_call = timer.timer.next_call_time();
-        if let Some(ticked_for) = timer.ticked_for {
-            if next_call == Some(ticked_for) {
-                // The tick is still pending: the Worker wakes us after running it.
-                timer.awaiting_worker = true;
-                return true;
-            }
-            timer.ticked_for = None;
-            timer.awaiting_worker = false;
-        }
-        match timer.timer.due() {
-            TimerDue::Cancelled => {}
-            TimerDue::In(ns) if ns <= 0 => {
-                timer.ticked_for = next_call;
-                due.push((entity, timer.mailbox.clone()));
-                if !sim_time {
-                    // Look again when the next call is due, one period after this one
-                    // (`ns` is how late this one is; see the module's protocol).
-                    let period = timer.timer.period().unwrap_or(1_000_000);
-                    let next = period + ns + timer.slack_ns;
-                    wake_in(Duration::from_nanos(next.max(0) as u64));
-                }
-            }
-            TimerDue::In(ns) => {
-                if !sim_time {
-                    wake_in(Duration::from_nanos((ns + timer.slack_ns) as u64));
-                }
-            }
-        }
-        true
-    });
-    next
 }
 
 impl TimerWatch for TimerScheduler {

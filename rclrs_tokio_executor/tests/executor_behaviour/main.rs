@@ -223,6 +223,10 @@ macro_rules! suite {
                 super::timers_fire_only_while_spinning(MAKE)
             }
             #[test]
+            fn many_timers_keep_their_periods_and_a_cancelled_group_stops() {
+                super::many_timers_keep_their_periods_and_a_cancelled_group_stops(MAKE)
+            }
+            #[test]
             fn two_workers_run_blocking_callbacks_in_parallel() {
                 super::two_workers_run_blocking_callbacks_in_parallel(MAKE)
             }

@@ -417,3 +417,81 @@ pub(crate) fn a_timer_keeps_its_period_after_use_sim_time_flips_many_times(make:
     let _ = stop.send(());
     drop(spinning.join().unwrap());
 }
+
+/// Ninety timers of five periods, on a node and on two Workers: each fires at its own
+/// rate, and a group cancelled between two spins stops while the rest go on. (The Tokio
+/// executor's scheduler looks at a timer only when it is due or something changed it.)
+pub(crate) fn many_timers_keep_their_periods_and_a_cancelled_group_stops(make: MakeExecutor) {
+    const TIMERS: usize = 90;
+    const PERIODS_MS: [u64; 5] = [7, 11, 13, 17, 23];
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("many_timers").as_str())
+        .unwrap();
+    let workers = [node.create_worker(()), node.create_worker(())];
+    let counts: Vec<Arc<AtomicUsize>> = (0..TIMERS).map(|_| Arc::default()).collect();
+    let period_ms = |i: usize| PERIODS_MS[i % PERIODS_MS.len()];
+    let mut on_node = Vec::new();
+    let mut on_workers = Vec::new();
+    for (i, count) in counts.iter().enumerate() {
+        let period = Duration::from_millis(period_ms(i));
+        let count = Arc::clone(count);
+        let tick = move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        };
+        match i % 3 {
+            0 => on_node.push((i, node.create_timer_repeating(period, tick).unwrap())),
+            w => on_workers.push(
+                workers[w - 1]
+                    .create_timer_repeating(period, move |_: &mut ()| tick())
+                    .unwrap(),
+            ),
+        }
+    }
+    let read = || {
+        counts
+            .iter()
+            .map(|c| c.load(Ordering::SeqCst))
+            .collect::<Vec<_>>()
+    };
+    let started = Instant::now();
+    spin_for(&mut executor, Duration::from_millis(300));
+    // Cancelled while not spinning: none of them may fire again.
+    let cancelled: Vec<usize> = on_node
+        .iter()
+        .filter(|(i, _)| i % 2 == 0)
+        .map(|(i, timer)| {
+            timer.cancel().unwrap();
+            *i
+        })
+        .collect();
+    let at_cancel = read();
+    let second = Instant::now();
+    spin_for(&mut executor, Duration::from_millis(300));
+    let (spun, second_spun) = (started.elapsed(), second.elapsed());
+    let at_end = read();
+    for i in 0..TIMERS {
+        let per = |spin: Duration| spin.as_millis() as usize / period_ms(i as usize) as usize;
+        if cancelled.contains(&i) {
+            assert_eq!(
+                at_end[i], at_cancel[i],
+                "timer {i} fired after it was cancelled"
+            );
+            continue;
+        }
+        assert!(
+            at_end[i] <= per(spun) + 2,
+            "timer {i} ({} ms) fired {} times in {spun:?}",
+            period_ms(i),
+            at_end[i]
+        );
+        assert!(
+            at_end[i] - at_cancel[i] >= per(second_spun) / 3,
+            "timer {i} ({} ms) fired {} times in the second spin of {second_spun:?}",
+            period_ms(i),
+            at_end[i] - at_cancel[i]
+        );
+    }
+    drop((on_node, on_workers));
+}

@@ -9,7 +9,7 @@ use crate::runtime::{
     entity::{Entity, TimerParts, TimerWatch},
     fallback_waiter::FallbackWaiter,
     threads,
-    timer_scheduler::Slack,
+    timer_scheduler::{self, Slack},
     workers::Control,
 };
 use rclrs::{
@@ -124,6 +124,7 @@ impl WorkerTask {
             _ => Slack::NONE,
         };
         let scheduler = Arc::clone(&self.shared.timers);
+        let key = timer_scheduler::key(entity);
         let sim_time = Arc::new(AtomicBool::new(
             clock
                 .as_ref()
@@ -144,7 +145,7 @@ impl WorkerTask {
                         _ => {}
                     }
                     if !jump.before_jump {
-                        scheduler.wake();
+                        scheduler.look_at(key);
                     }
                 });
                 clock
@@ -166,7 +167,7 @@ impl WorkerTask {
                 RclTimer::set_on_reset(
                     w.primitive(),
                     Box::new(move || {
-                        scheduler.rearmed(timer, sim_time.load(Ordering::Acquire), slack)
+                        scheduler.rearmed(key, timer, sim_time.load(Ordering::Acquire), slack)
                     }),
                 )
             })
