@@ -66,9 +66,11 @@ impl TokioExecutorOptions {
     }
 
     /// Name of the pool's threads, before their index (default `rclrs-tokio`), of
-    /// dedicated Worker threads, before `-d` and the Worker's number, and of the timer
-    /// scheduler's thread, before `-timers`. Linux shows the
-    /// first 15 bytes. A name with a NUL byte makes creating the executor fail with
+    /// dedicated Worker threads, before `-d` and the Worker's number, of the timer
+    /// scheduler's thread, before `-timers`, and of the fallback waiter's (an rcl wait
+    /// set for what has no push path, started only if needed), before `-fallback`.
+    /// Linux shows the first 15 bytes. A name with a NUL byte makes creating the
+    /// executor fail with
     /// [`TokioExecutorError::InvalidThreadName`](crate::TokioExecutorError::InvalidThreadName).
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.thread_name = name.into();

@@ -51,7 +51,9 @@ pub(crate) struct FallbackWaiter {
 }
 
 impl FallbackWaiter {
+    /// Start the waiter's thread, named `<executor thread name>-fallback`.
     pub(crate) fn start(
+        executor_thread_name: &str,
         context: &Context,
         guard_condition: Arc<GuardCondition>,
         mailbox: MailboxSender,
@@ -65,7 +67,7 @@ impl FallbackWaiter {
         let stop = Arc::new(AtomicBool::new(false));
         let thread_stop = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
-            .name("rclrs-tokio-fallback".into())
+            .name(format!("{executor_thread_name}-fallback"))
             .spawn(move || {
                 let waiter = Waiter {
                     incoming,

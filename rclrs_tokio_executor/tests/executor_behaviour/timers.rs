@@ -472,7 +472,7 @@ pub(crate) fn many_timers_keep_their_periods_and_a_cancelled_group_stops(make: M
     let (spun, second_spun) = (started.elapsed(), second.elapsed());
     let at_end = read();
     for i in 0..TIMERS {
-        let per = |spin: Duration| spin.as_millis() as usize / period_ms(i as usize) as usize;
+        let per = |spin: Duration| spin.as_millis() as usize / period_ms(i) as usize;
         if cancelled.contains(&i) {
             assert_eq!(
                 at_end[i], at_cancel[i],

@@ -206,6 +206,7 @@ impl WorkerTask {
             return;
         };
         match FallbackWaiter::start(
+            &self.shared.thread_name,
             &self.context,
             guard_condition,
             self.mailbox_tx.clone(),
