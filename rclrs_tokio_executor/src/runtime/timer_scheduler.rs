@@ -86,8 +86,8 @@ use std::time::{Duration, Instant};
 pub(crate) type TimerKey = usize;
 
 /// The key of a timer entity.
-pub(crate) fn key(entity: &Arc<Entity>) -> TimerKey {
-    Arc::as_ptr(entity) as usize
+pub(crate) fn key(entity: &Entity) -> TimerKey {
+    entity as *const Entity as usize
 }
 
 /// How late the thread may deliver a timer's tick. Timers get none. An action server's
@@ -251,8 +251,9 @@ impl TimerScheduler {
         self.ensure_thread();
         let timer =
             ScheduledTimer::new(timer, Arc::downgrade(entity), mailbox, sim_time, slack.ns());
-        self.state.lock().unwrap().plan.insert(key(entity), timer);
-        self.look_at(key(entity));
+        let key = key(entity);
+        self.state.lock().unwrap().plan.insert(key, timer);
+        self.look_at(key);
     }
 
     /// Deliver the ticks of the timers due now from the caller's thread, so a spin that
@@ -276,7 +277,7 @@ impl TimerScheduler {
     /// The Worker ran a tick. Asks the thread to look at the timer only if it is waiting
     /// for exactly that, or if the tick was stale (see the module's protocol).
     pub(crate) fn ran_tick(&self, entity: &Entity) {
-        let key = entity as *const Entity as usize;
+        let key = key(entity);
         let mut state = self.state.lock().unwrap();
         let Some(timer) = state.plan.get_mut(key) else {
             return;
@@ -296,11 +297,7 @@ impl TimerScheduler {
 
     /// Forget a timer. Once this returns the thread no longer touches its `rcl_timer_t`.
     pub(crate) fn remove(&self, entity: &Entity) {
-        self.state
-            .lock()
-            .unwrap()
-            .plan
-            .forget(entity as *const Entity as usize);
+        self.state.lock().unwrap().plan.forget(key(entity));
     }
 
     pub(crate) fn stop(&self) {

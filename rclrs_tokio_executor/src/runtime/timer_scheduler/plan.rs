@@ -82,7 +82,8 @@ pub(super) struct Plan {
     timers: HashMap<TimerKey, ScheduledTimer>,
     queue: BTreeSet<(Instant, TimerKey)>,
     passes: u64,
-    /// The timers whose instant has come, during a pass (kept to allocate once).
+    /// The timers a pass looks at, taken out of the queue or the map first (kept to
+    /// allocate once).
     come: Vec<TimerKey>,
 }
 
@@ -145,10 +146,13 @@ impl Plan {
     pub(super) fn tick_every_due(&mut self, ticks: &mut Vec<Tick>) {
         self.passes += 1;
         let now = Instant::now();
-        let keys: Vec<TimerKey> = self.timers.keys().copied().collect();
-        for key in keys {
+        let mut keys = std::mem::take(&mut self.come);
+        keys.extend(self.timers.keys());
+        for &key in &keys {
             self.look(key, now, Replan::No, ticks);
         }
+        keys.clear();
+        self.come = keys;
     }
 
     /// Look at one timer (once per pass): deliver its tick if it is due, and with
