@@ -143,24 +143,30 @@ for _name, _args, _metric, _extra in [
 SCENARIOS['timers_1000'] = Scenario('timer', ('--rate-hz', '10', '--timers', '1000'),
                                     'cpu_process_pct', False, 'timer_rate_hz',
                                     not_for=_NO_TIMER)
-TIMER_SCENARIOS = {name for name, s in SCENARIOS.items() if s.kind == 'timer'}
+# One 1 kHz timer beside one busy process per core: how many ticks each executor keeps
+# and how late they come when the timer's threads compete with load at normal priority.
+SCENARIOS['timer_1kHz_contended'] = Scenario('timer', ('--rate-hz', '1000'),
+                                             'timer_jitter_p99_us', False, 'timer_rate_hz',
+                                             not_for=_NO_TIMER, contended=True)
 
 # Dedicated-thread Workers (the Tokio executor's sync mode): the same workloads with every
 # Worker on an OS thread of its own, for rclrs_tokio only (compare with the other
-# executors' rows of the plain scenario). `latency_1kHz_contended_dedicated` also puts
+# executors' rows of the plain scenario). The `_contended_dedicated` variants also put
 # those threads under SCHED_FIFO (priority 80), which needs root or CAP_SYS_NICE: the
 # harness says when it is not root, and the row's `dedicated` object says what applied.
 _ONLY_TOKIO = _RCLCPP | {'rclrs_tokio_traced', 'rclrs_tokio_linger', 'rclrs_tokio_1thread',
                          'rclrs_tokio_follow_load', 'rclrs_basic', 'raw_rcl',
                          'raw_push'}
 for _name, _extra_args in [('cpu_10kHz', ()), ('latency_1kHz', ()), ('latency_1kHz_xproc', ()),
-                           ('latency_1kHz_contended', ('--fifo-priority', '80'))]:
+                           ('latency_1kHz_contended', ('--fifo-priority', '80')),
+                           ('timer_1kHz_contended', ('--fifo-priority', '80'))]:
     _base = SCENARIOS[_name]
     SCENARIOS[f'{_name}_dedicated'] = Scenario(
         _base.kind, (*_base.args, '--dedicated-workers', *_extra_args), _base.metric,
         _base.higher_is_better, _base.extra, not_for=frozenset(_ONLY_TOKIO),
         contended=_base.contended)
 NEEDS_ROOT = {name for name, s in SCENARIOS.items() if '--fifo-priority' in s.args}
+TIMER_SCENARIOS = {name for name, s in SCENARIOS.items() if s.kind == 'timer'}
 
 # The quick set (`make bench`) fits in 10 minutes on a 2-core machine with all seven
 # executors; the full set is every scenario.

@@ -2,7 +2,39 @@
 //! `Duration` (or the period of a rate) are checked while parsing, so a bad value is a
 //! clap error (exit 2) naming the flag, never a panic later.
 
+use rclrs_tokio_executor::DedicatedWorkers;
 use std::time::Duration;
+
+/// Dedicated-thread Workers (the Tokio executor's sync mode), as `bench_node` and
+/// `timer_node` both take them.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DedicatedArgs {
+    /// Run every Worker on a dedicated thread (rclrs_tokio only; its sync mode).
+    #[arg(long = "dedicated-workers")]
+    pub dedicated_workers: bool,
+    /// With --dedicated-workers: pin the dedicated threads to these cores (e.g. 1 or 0,1).
+    #[arg(long, value_delimiter = ',', requires = "dedicated_workers")]
+    pub cpus: Vec<usize>,
+    /// With --dedicated-workers: run them under SCHED_FIFO at this priority (needs root
+    /// or CAP_SYS_NICE; refused means normal priority, as the report's `dedicated` says).
+    #[arg(
+        long = "fifo-priority",
+        default_value_t = 0,
+        requires = "dedicated_workers"
+    )]
+    pub fifo_priority: u8,
+}
+
+impl DedicatedArgs {
+    /// The executor option these flags ask for; `None` without `--dedicated-workers`.
+    pub fn options(&self) -> Option<DedicatedWorkers> {
+        self.dedicated_workers.then(|| {
+            DedicatedWorkers::all()
+                .cpus(self.cpus.iter().copied())
+                .fifo_priority(self.fifo_priority)
+        })
+    }
+}
 
 /// A number of seconds: finite, at least 0, small enough to be a `Duration`.
 pub fn seconds(text: &str) -> Result<f64, String> {

@@ -187,6 +187,6 @@ impl Drop for TokioExecutorRuntime {
         if !own_thread {
             threads::join_listed(&self.shared.fallback_threads);
         }
-        self.shared.timers.join();
+        self.shared.join_timers();
     }
 }

@@ -211,3 +211,61 @@ fn a_dedicated_thread_ends_with_its_worker_and_with_the_executor() {
     });
     drop(second);
 }
+
+#[test]
+fn a_dedicated_workers_timer_is_ticked_by_its_own_thread_and_no_scheduler_thread() {
+    let context = Context::default_from_env().unwrap();
+    let (mut executor, _stats) = executor_with(
+        &context,
+        "ded-tick",
+        DedicatedWorkers::for_payload::<ControlLoop>(),
+    );
+    let node = executor
+        .create_node(unique("dedicated_tick").as_str())
+        .unwrap();
+    let worker = node.create_worker(ControlLoop {
+        threads: Vec::new(),
+    });
+    const FIRES: usize = 50;
+    let (done, fired) = oneshot::channel::<()>();
+    let mut done = Some(done);
+    let threads = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&threads);
+    let _timer = worker
+        .create_timer_repeating(Duration::from_millis(2), move |_: &mut ControlLoop| {
+            let mut seen = seen.lock().unwrap();
+            seen.push(current_thread_name());
+            if seen.len() == FIRES {
+                if let Some(done) = done.take() {
+                    let _ = done.send(());
+                }
+            }
+        })
+        .unwrap();
+    // A bounded wait that files no alarm: a timed spin's deadline is rung by the
+    // executor's scheduler thread, which must not be needed here.
+    let commands = Arc::clone(executor.commands());
+    let (finished, give_up) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if give_up.recv_timeout(Duration::from_secs(20)).is_err() {
+            commands.halt_spinning();
+        }
+    });
+    let errors = executor.spin(SpinOptions::default().until_promise_resolved(fired));
+    let _ = finished.send(());
+    guard.join().unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+
+    let threads = threads.lock().unwrap().clone();
+    assert!(threads.len() >= FIRES, "{} fires in 20 s", threads.len());
+    assert!(
+        threads.iter().all(|t| t.starts_with("ded-tick-d")),
+        "{threads:?}"
+    );
+    // Thread names are cut at 15 bytes: `ded-tick-timers`, `ded-tick-d1-tim`.
+    let schedulers: Vec<_> = thread_names()
+        .into_iter()
+        .filter(|n| n.starts_with("ded-tick") && n.contains("-tim"))
+        .collect();
+    assert!(schedulers.is_empty(), "{schedulers:?}");
+}

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! timer_node --executor rclrs_tokio|rclrs_basic --rate-hz R [--timers N] [--seconds S] [--warmup-s W]
+//!            [--dedicated-workers [--cpus C] [--fifo-priority P]]
 //! timer_node --executor ... --sim-speed X [--period-s P] [--seconds S] [--clock-hz H]
 //! ```
 //!
@@ -9,7 +10,9 @@
 //! Worker, their phases spread evenly over one period; reports the rate each achieved on
 //! average, the jitter of their periods (|interval - period|, every timer's intervals
 //! pooled) and the process CPU. Many timers show what the executor's timer handling
-//! costs per timer (the `timers_1000` scenario).
+//! costs per timer (the `timers_1000` scenario). With `--dedicated-workers` (rclrs_tokio
+//! only) that Worker runs on a thread of its own, as a control loop would, and the
+//! report says what its placement got (`dedicated`).
 //!
 //! With `--sim-speed X`: a node with `use_sim_time:=true` and a node-time timer of period
 //! P; another node publishes ROS time at H Hz (wall), advancing X × 1/H seconds of ROS
@@ -25,7 +28,7 @@ use rclrs_tokio_benchmarks::workload::Report;
 use rclrs_tokio_benchmarks::{
     cli, interrupt, monotonic_ns, non_ros_args, Latencies, JITTER_HISTOGRAM_EDGES_US,
 };
-use rclrs_tokio_executor::CreateTokioExecutor;
+use rclrs_tokio_executor::{CreateTokioExecutor, TokioExecutorOptions};
 use ros_env::rosgraph_msgs::msg::Clock as ClockMsg;
 use rustix::time::{clock_gettime, ClockId};
 use std::sync::{
@@ -47,8 +50,9 @@ enum ExecutorName {
     RclrsBasic,
 }
 
-/// The flags (the C++ twin `timer_node_cpp` takes the same ones). ROS arguments are
-/// removed before parsing.
+/// The flags (the C++ twin `timer_node_cpp` takes the same ones, but for the
+/// dedicated-Worker flags, which only rclrs_tokio has). ROS arguments are removed before
+/// parsing.
 #[derive(Parser, Debug)]
 #[command(
     name = "timer_node",
@@ -79,6 +83,9 @@ struct TimerArgs {
     /// /clock messages per wall second (with --sim-speed).
     #[arg(long = "clock-hz", default_value_t = 100.0, value_parser = cli::positive)]
     clock_hz: f64,
+    /// `--dedicated-workers`, `--cpus`, `--fifo-priority`.
+    #[command(flatten)]
+    dedicated: cli::DedicatedArgs,
 }
 
 fn main() {
@@ -98,9 +105,19 @@ fn main() {
 fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
     let (seconds, warmup) = (args.seconds, args.warmup_s);
     let context = Context::default_from_env()?;
-    let (mut executor, executor_name) = match args.executor {
-        ExecutorName::RclrsTokio => (context.create_tokio_executor(), "rclrs_tokio"),
-        ExecutorName::RclrsBasic => (context.create_basic_executor(), "rclrs_basic"),
+    let (mut executor, stats, executor_name) = match args.executor {
+        ExecutorName::RclrsTokio => {
+            let mut options = TokioExecutorOptions::new();
+            if let Some(dedicated) = args.dedicated.options() {
+                options = options.dedicated_workers(dedicated);
+            }
+            let (executor, stats) = context.create_tokio_executor_with_stats(options)?;
+            (executor, Some(stats), "rclrs_tokio")
+        }
+        ExecutorName::RclrsBasic if args.dedicated.dedicated_workers => {
+            return Err("--dedicated-workers: only rclrs_tokio has dedicated Workers".into());
+        }
+        ExecutorName::RclrsBasic => (context.create_basic_executor(), None, "rclrs_basic"),
     };
     let fires: Arc<Mutex<Vec<i64>>> = Arc::default();
     let (stop_tx, stop_rx) = futures::channel::oneshot::channel::<()>();
@@ -234,6 +251,7 @@ fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
                 "timer_jitter_hist",
                 jitter.histogram(&JITTER_HISTOGRAM_EDGES_US),
             )
+            .introspection(stats.as_ref())
     };
     let result = if interrupt::interrupted() {
         result.flag("interrupted", true)

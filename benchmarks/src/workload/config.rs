@@ -152,20 +152,9 @@ pub struct BenchArgs {
     /// `stages` object, from warm-up to the end of the window.
     #[arg(long = "stage-tracing")]
     pub stage_tracing: bool,
-    /// Run every Worker on a dedicated thread (rclrs_tokio only; its sync mode).
-    #[arg(long = "dedicated-workers")]
-    pub dedicated_workers: bool,
-    /// With --dedicated-workers: pin the dedicated threads to these cores (e.g. 1 or 0,1).
-    #[arg(long, value_delimiter = ',', requires = "dedicated_workers")]
-    pub cpus: Vec<usize>,
-    /// With --dedicated-workers: run them under SCHED_FIFO at this priority (needs root
-    /// or CAP_SYS_NICE; refused means normal priority, as the report's `dedicated` says).
-    #[arg(
-        long = "fifo-priority",
-        default_value_t = 0,
-        requires = "dedicated_workers"
-    )]
-    pub fifo_priority: u8,
+    /// `--dedicated-workers`, `--cpus`, `--fifo-priority`.
+    #[command(flatten)]
+    pub dedicated: crate::cli::DedicatedArgs,
     /// How long a streaming Worker watches its mailbox before parking, in µs
     /// (rclrs_tokio's `linger` option; default 0, off).
     #[arg(long = "linger-us", default_value_t = 0)]
@@ -301,14 +290,10 @@ impl Config {
         if args.follow_load && args.executor != ExecutorName::RclrsTokio {
             return Err("--follow-load: only rclrs_tokio places Workers by load".into());
         }
-        if args.dedicated_workers && args.executor != ExecutorName::RclrsTokio {
+        if args.dedicated.dedicated_workers && args.executor != ExecutorName::RclrsTokio {
             return Err("--dedicated-workers: only rclrs_tokio has dedicated Workers".into());
         }
-        let dedicated = args.dedicated_workers.then(|| {
-            DedicatedWorkers::all()
-                .cpus(args.cpus.iter().copied())
-                .fifo_priority(args.fifo_priority)
-        });
+        let dedicated = args.dedicated.options();
         let topic = match (&args.topic, role) {
             (Some(topic), _) => topic.clone(),
             (None, Role::Both) => format!("bench_{}", std::process::id()),

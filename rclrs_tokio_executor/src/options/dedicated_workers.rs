@@ -7,6 +7,8 @@ use std::fmt;
 /// its own instead of a Tokio thread. The thread parks on a futex (`std::thread::park`)
 /// between items and is woken directly by the push callback's send, with no Tokio
 /// scheduler in between, and it can be pinned to cores and given a real-time priority.
+/// Its timers wake it directly too: the thread itself sleeps until the Worker's next
+/// timer is due, so a control loop's timer crosses no other thread.
 ///
 /// The contract is unchanged: a Worker's callbacks stay FIFO and mutually exclusive,
 /// nothing runs unless the executor is spinning, panics are contained, and dropping

@@ -13,6 +13,10 @@
 //! A push callback's send into the mailbox wakes this waker directly, with no Tokio
 //! scheduler between the middleware thread and the Worker.
 //!
+//! The thread also drives the Worker's own timer scheduler: before parking it looks at
+//! the Worker's timers that are due or changed and parks at most until the next one
+//! (see `timer_scheduler`), so a timer wakes this thread and no other.
+//!
 //! Before polling, the thread enters a Tokio runtime handle (one of the executor's
 //! threads, or the user's runtime), so callbacks can spawn, sleep and do I/O; what
 //! they spawn runs there. The thread applies its CPU affinity and SCHED_FIFO priority
@@ -29,7 +33,11 @@ use parking::block_on;
 
 use crate::ffi;
 use crate::options::{DedicatedThread, DedicatedWorkers, Placement};
-use crate::runtime::{shared::ExecutorShared, threads};
+use crate::runtime::{
+    shared::ExecutorShared,
+    threads,
+    timer_scheduler::{Looker, TimerScheduler},
+};
 use crate::stats::worker_counters::WorkerCounters;
 use rclrs::log_warn;
 use std::cell::Cell;
@@ -58,6 +66,7 @@ pub(crate) fn spawn<F>(
     shared: &Arc<ExecutorShared>,
     dedicated: &DedicatedWorkers,
     counters: Arc<WorkerCounters>,
+    timers: Arc<TimerScheduler>,
     task: F,
 ) -> Result<(), (std::io::Error, F)>
 where
@@ -82,7 +91,9 @@ where
         let placed = place(&cpus, priority, &refusal_logged);
         counters.set_dedicated(placed);
         let _runtime = handle.enter();
-        block_on(task);
+        timers.adopt();
+        let mut looker = Looker::default();
+        block_on(task, || timers.before_park(&mut looker));
     });
     match started {
         Ok(thread) => {
@@ -152,13 +163,16 @@ mod tests {
                 }
             }
         });
-        let received = block_on(async move {
-            let mut all = Vec::new();
-            while let Some(i) = rx.recv().await {
-                all.push(i);
-            }
-            all
-        });
+        let received = block_on(
+            async move {
+                let mut all = Vec::new();
+                while let Some(i) = rx.recv().await {
+                    all.push(i);
+                }
+                all
+            },
+            || None,
+        );
         sender.join().unwrap();
         assert_eq!(received, (0..1000).collect::<Vec<_>>());
     }

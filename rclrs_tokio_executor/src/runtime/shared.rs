@@ -12,7 +12,7 @@ use crate::runtime::{
 use crate::stats::ExecutorStats;
 use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
-    Arc,
+    Arc, Mutex, Weak,
 };
 use tokio::sync::{mpsc::UnboundedSender, Notify};
 
@@ -22,6 +22,9 @@ pub(crate) struct ExecutorShared {
     pub(crate) threads: Threads,
     /// Delivers timer ticks into Worker mailboxes, and rings spin deadlines.
     pub(crate) timers: Arc<TimerScheduler>,
+    /// The dedicated Workers' own timer schedulers, each driven by its Worker's thread
+    /// (see `timer_scheduler`), for the spins' passes over every timer.
+    worker_timers: Mutex<Vec<Weak<TimerScheduler>>>,
     /// The Worker tasks running now.
     pub(crate) workers: WorkerList,
     /// Async tasks spawned, and polled once (a spin's backlog includes them).
@@ -68,6 +71,7 @@ impl ExecutorShared {
             gate: SpinGate::default(),
             threads,
             timers: TimerScheduler::new(&options.thread_name),
+            worker_timers: Mutex::default(),
             workers: WorkerList::default(),
             tasks: Arc::default(),
             stats: ExecutorStats::default(),
@@ -89,11 +93,47 @@ impl ExecutorShared {
         })
     }
 
+    /// A timer scheduler of its own for a dedicated Worker, named after its thread.
+    pub(crate) fn dedicated_worker_timers(&self, worker_id: u64) -> Arc<TimerScheduler> {
+        let timers = TimerScheduler::new(&format!("{}-d{worker_id}", self.thread_name));
+        let mut list = self.worker_timers.lock().unwrap();
+        list.retain(|t| t.strong_count() > 0);
+        list.push(Arc::downgrade(&timers));
+        timers
+    }
+
+    /// Every timer scheduler of the executor still in use.
+    fn all_timers(&self) -> Vec<Arc<TimerScheduler>> {
+        let list = self.worker_timers.lock().unwrap();
+        std::iter::once(Arc::clone(&self.timers))
+            .chain(list.iter().filter_map(Weak::upgrade))
+            .collect()
+    }
+
+    /// Deliver the ticks of every timer due now (a spin's single pass).
+    pub(crate) fn tick_timers_due_now(&self) {
+        self.timers.tick_due_now();
+        if self.dedicated.is_some() {
+            for timers in self.all_timers().iter().skip(1) {
+                timers.tick_due_now();
+            }
+        }
+    }
+
+    /// After [`shut_down`](Self::shut_down): wait for the timer schedulers' own threads.
+    pub(crate) fn join_timers(&self) {
+        for timers in self.all_timers() {
+            timers.join();
+        }
+    }
+
     /// Tell the Worker tasks to tear down (the executor is being dropped).
     pub(crate) fn shut_down(&self) {
         self.shutdown.store(true, Ordering::SeqCst);
         self.workers.shut_down_all();
-        self.timers.stop();
+        for timers in self.all_timers() {
+            timers.stop();
+        }
         // A spin in progress on another task stops too.
         self.wake_spin.notify_waiters();
     }

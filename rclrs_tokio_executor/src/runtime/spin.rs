@@ -107,7 +107,7 @@ pub(crate) async fn spin(
     // progress on it goes unannounced.
     let watching = only_next.then(|| gate.watch());
     if single_pass {
-        shared.timers.tick_due_now();
+        shared.tick_timers_due_now();
     }
     let backlog = shared.workers.backlog(&shared.tasks);
     let work_seen = gate.work_done();

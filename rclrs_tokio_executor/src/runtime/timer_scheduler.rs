@@ -57,6 +57,16 @@
 //! The same thread keeps the executor's [`alarms`]: deadlines of
 //! timed spins, which need the same sub-millisecond precision.
 //!
+//! **Dedicated Workers drive their own.** A Worker on a thread of its own gets a
+//! scheduler of its own for its timers, with no thread: the Worker's thread adopts it
+//! ([`TimerScheduler::adopt`]) and, before each park, looks at its timers if one is due
+//! or something changed, delivering their ticks into its own mailbox, then parks until
+//! the earliest instant ([`TimerScheduler::before_park`]). Requests and resets unpark
+//! that thread instead. So a dedicated Worker's tick wakes one thread, the one that runs
+//! the callback, at its real-time priority if it has one, where a tick through the
+//! executor's scheduler wakes two. The protocol is the same, only the loop differs: one
+//! [`Looker`] does every look for both.
+//!
 //! Wake-ups use `thread::unpark`, which is sticky: a wake that lands while the thread is
 //! evaluating is not lost. Nothing here takes rclrs's clock lock, so the jump callback
 //! (which runs with that lock held) can never deadlock with the thread; and the lock of
@@ -73,7 +83,7 @@ use crate::runtime::{
     threads::{join_listed, keep_for_join, JoinList},
 };
 use alarms::{Alarm, AlarmList};
-use plan::{Plan, ScheduledTimer};
+use plan::{Plan, ScheduledTimer, Tick};
 use std::collections::HashSet;
 use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
@@ -157,7 +167,8 @@ impl TimerScheduler {
             thread_name: format!("{executor_thread_name}-timers"),
             running: JoinList::default(),
             dirty: AtomicBool::new(false),
-            planned_ns: AtomicU64::new(0),
+            // Nothing planned until a first look (or the thread's first loop).
+            planned_ns: AtomicU64::new(u64::MAX),
             epoch: Instant::now(),
         })
     }
@@ -213,6 +224,40 @@ impl TimerScheduler {
 
     pub(crate) fn with_alarms<R>(&self, f: impl FnOnce(&mut AlarmList) -> R) -> R {
         f(&mut self.alarms.0.lock().unwrap())
+    }
+
+    /// Let the calling thread (a dedicated Worker's) drive this scheduler instead of a
+    /// thread of its own: it calls [`before_park`](Self::before_park) before each park,
+    /// and is unparked when a timer needs a look. Called before any timer is added.
+    pub(crate) fn adopt(&self) {
+        let _starting = self.starting.lock().unwrap();
+        if self.thread.set(std::thread::current()).is_ok() {
+            crate::ffi::set_precise_timer_slack();
+        }
+    }
+
+    /// On the adopting thread, before it parks: look at the timers if something
+    /// changed or one is due, deliver their ticks, and say until when the thread may
+    /// sleep (`None`: until unparked). Reads the clock only while a timer has a
+    /// deadline.
+    pub(crate) fn before_park(&self, looker: &mut Looker) -> Option<Instant> {
+        loop {
+            if !self.dirty.load(Ordering::SeqCst) {
+                let planned = self.planned_ns.load(Ordering::SeqCst);
+                if planned == u64::MAX {
+                    return None;
+                }
+                let at = self.epoch + Duration::from_nanos(planned);
+                if planned != 0 && Instant::now() < at {
+                    return Some(at);
+                }
+            }
+            match looker.look(self) {
+                Look::Stopped => return None,
+                Look::Again => continue,
+                Look::Sleep(next) => return next,
+            }
+        }
     }
 
     fn ensure_thread(self: &Arc<Self>) {
@@ -312,19 +357,55 @@ impl TimerScheduler {
     }
 }
 
+/// The scheduler's own thread: look, then sleep until the next instant or a wake.
 fn run(scheduler: Weak<TimerScheduler>) {
     crate::ffi::set_precise_timer_slack();
-    // The ticks of one look and the timers asked about, kept between loops so a steady
-    // rate allocates nothing.
-    let mut due = Vec::new();
-    let mut asked = HashSet::new();
+    let mut looker = Looker::default();
     loop {
         let Some(this) = scheduler.upgrade() else {
             return;
         };
+        let next = match looker.look(&this) {
+            Look::Stopped => return,
+            Look::Again => continue,
+            Look::Sleep(next) => next,
+        };
+        drop(this);
+        match next {
+            // Woken by `wake`, or when the earliest deadline is reached.
+            Some(deadline) => {
+                std::thread::park_timeout(deadline.saturating_duration_since(Instant::now()))
+            }
+            None => std::thread::park(),
+        }
+    }
+}
+
+/// What one look found to do next.
+enum Look {
+    /// The executor stops.
+    Stopped,
+    /// Something changed while looking: look again before sleeping.
+    Again,
+    /// Sleep until this instant (`None`: until woken).
+    Sleep(Option<Instant>),
+}
+
+/// The thread's scratch between looks: the ticks of one look and the timers asked
+/// about, kept so a steady rate allocates nothing.
+#[derive(Default)]
+pub(crate) struct Looker {
+    due: Vec<Tick>,
+    asked: HashSet<TimerKey>,
+}
+
+impl Looker {
+    /// Look at the timers due and those asked about, deliver their ticks and ring the
+    /// alarms due; then publish when the thread will look again.
+    fn look(&mut self, this: &TimerScheduler) -> Look {
         this.planned_ns.store(0, Ordering::SeqCst);
         this.dirty.store(false, Ordering::SeqCst);
-        std::mem::swap(&mut asked, &mut *this.asked.lock().unwrap());
+        std::mem::swap(&mut self.asked, &mut *this.asked.lock().unwrap());
         // Instants are planned from this reading: the Workers that the ticks wake may
         // run before this thread parks (on its core), and the time they take must not
         // push the next tick later.
@@ -334,15 +415,17 @@ fn run(scheduler: Weak<TimerScheduler>) {
             if state.stop {
                 // The executor is shutting down: wake every alarm's future so it can see.
                 this.with_alarms(AlarmList::ring_all);
-                return;
+                return Look::Stopped;
             }
-            state.plan.look_due_and(evaluated, &asked, &mut due);
+            state
+                .plan
+                .look_due_and(evaluated, &self.asked, &mut self.due);
             state.plan.next()
         };
-        asked.clear();
+        self.asked.clear();
         // Ticks go out once the lock is released: the Worker a tick wakes often runs at
         // once, on this core, and reports the tick back (`ran_tick`) under the same lock.
-        for (entity, mailbox) in due.drain(..) {
+        for (entity, mailbox) in self.due.drain(..) {
             entity.tick(&mailbox);
         }
         let now = Instant::now();
@@ -356,15 +439,9 @@ fn run(scheduler: Weak<TimerScheduler>) {
         // A reset or a request that saw the previous plan (or 0) and did not wake us:
         // look again.
         if this.dirty.load(Ordering::SeqCst) {
-            continue;
-        }
-        drop(this);
-        match next {
-            // Woken by `wake`, or when the earliest deadline is reached.
-            Some(deadline) => {
-                std::thread::park_timeout(deadline.saturating_duration_since(Instant::now()))
-            }
-            None => std::thread::park(),
+            Look::Again
+        } else {
+            Look::Sleep(next)
         }
     }
 }

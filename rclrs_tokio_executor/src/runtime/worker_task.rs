@@ -44,6 +44,7 @@ use crate::runtime::{
     panics::log_panic,
     placement::{Home, LONG_CALLBACK, WINDOW},
     shared::ExecutorShared,
+    timer_scheduler::TimerScheduler,
     turn::{self, Turn},
     workers::{Control, WorkerEntry},
 };
@@ -90,6 +91,9 @@ pub(crate) struct WorkerTask {
     /// The rclrs Worker is gone: end once no entity is in use.
     orphaned: bool,
     linger: LingerState,
+    /// The timer scheduler of this Worker's timers: the executor's, or for a dedicated
+    /// Worker one of its own, which its thread drives (see `timer_scheduler`).
+    timers: Arc<TimerScheduler>,
     fallback: Option<FallbackWaiter>,
     /// Where the task runs on the pool (`None` on a user's runtime or its own thread).
     home: Option<Home>,
@@ -124,6 +128,10 @@ impl WorkerTask {
             .as_ref()
             .filter(|d| guard_condition.is_some() && d.applies_to(&*payload))
             .cloned();
+        let timers = match &dedicated {
+            Some(_) => shared.dedicated_worker_timers(counters.id),
+            None => Arc::clone(&shared.timers),
+        };
         let task = Self {
             shared: Arc::clone(&shared),
             context,
@@ -143,6 +151,7 @@ impl WorkerTask {
             deferred: Vec::new(),
             orphaned: false,
             linger: LingerState::new(shared.linger),
+            timers: Arc::clone(&timers),
             fallback: None,
             home: None,
             next_placement_check: None,
@@ -157,7 +166,7 @@ impl WorkerTask {
                     task.run().await;
                 };
                 if let Err((err, task)) =
-                    dedicated_thread::spawn(&shared, &dedicated, counters, on_thread)
+                    dedicated_thread::spawn(&shared, &dedicated, counters, timers, on_thread)
                 {
                     log_error!(
                         "rclrs_tokio_executor",
@@ -481,6 +490,11 @@ impl Drop for WorkerTask {
             entity.teardown();
         }
         self.fallback = None;
+        // A dedicated Worker's own scheduler ends with it (its thread, if it had to
+        // start one because the Worker got no thread of its own, with it).
+        if !Arc::ptr_eq(&self.timers, &self.shared.timers) {
+            self.timers.stop();
+        }
         self.shared.workers.remove(&self.entry);
         self.shared.gate.progressed();
     }

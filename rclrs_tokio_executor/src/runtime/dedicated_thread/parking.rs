@@ -9,6 +9,10 @@
 //! thread, and an unpark that comes before the park makes the park return at once
 //! (park's token), so no wake-up is lost.
 //!
+//! Before each park the thread calls `before_park`, which may wake the future (the
+//! timer ticks of a dedicated Worker's own scheduler go into its mailbox there) and
+//! says until when the thread may sleep: `park_timeout` until then, or `park`.
+//!
 //! Under the `loom-model` feature the flag, the thread handle and park are loom's, and
 //! the model at the end of this file checks that protocol under every interleaving
 //! (`cargo test --features loom-model --lib loom_models`).
@@ -28,6 +32,18 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
+use std::time::Instant;
+
+#[cfg(not(feature = "loom-model"))]
+fn park_until(deadline: Instant) {
+    std::thread::park_timeout(deadline.saturating_duration_since(Instant::now()));
+}
+
+/// loom has no timed park; the models never ask for one.
+#[cfg(feature = "loom-model")]
+fn park_until(_deadline: Instant) {
+    park();
+}
 
 /// Wakes a parked thread, at most once per park.
 struct ThreadWaker {
@@ -48,8 +64,12 @@ impl Wake for ThreadWaker {
     }
 }
 
-/// Poll `future` to completion on this thread, parking while it is pending.
-pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+/// Poll `future` to completion on this thread, parking while it is pending, at most
+/// until the instant `before_park` returns.
+pub(crate) fn block_on<F: Future>(
+    future: F,
+    mut before_park: impl FnMut() -> Option<Instant>,
+) -> F::Output {
     let mut future = pin!(future);
     let state = Arc::new(ThreadWaker {
         thread: current(),
@@ -63,7 +83,10 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
         }
         // A wake during the poll left the flag set: poll again without parking.
         while !state.notified.swap(false, Ordering::AcqRel) {
-            park();
+            match before_park() {
+                Some(deadline) => park_until(deadline),
+                None => park(),
+            }
         }
     }
 }
@@ -123,7 +146,7 @@ mod loom_models {
                 let channel = Arc::clone(&channel);
                 loom::thread::spawn(move || channel.send());
             }
-            block_on(channel.received(2));
+            block_on(channel.received(2), || None);
             // Not joined: loom 0.7 aborts a model in which a thread blocked in `join` is
             // unparked (tokio-rs/loom#249), as a sender's late wake may do here. The
             // model still runs every thread to its end.

@@ -249,7 +249,7 @@ impl WorkerTask {
             }
         }
         if ticked {
-            self.shared.timers.ran_tick(entity);
+            self.timers.ran_tick(entity);
         }
         ran > 0 || ticked
     }

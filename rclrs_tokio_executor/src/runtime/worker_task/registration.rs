@@ -123,7 +123,7 @@ impl WorkerTask {
             RclPrimitiveKind::ActionServer => Slack::GOAL_EXPIRY,
             _ => Slack::NONE,
         };
-        let scheduler = Arc::clone(&self.shared.timers);
+        let scheduler = Arc::clone(&self.timers);
         let key = timer_scheduler::key(entity);
         let sim_time = Arc::new(AtomicBool::new(
             clock
