@@ -36,7 +36,7 @@ bench: build
 bench-bundle: build
 	@$(ENV) . install/setup.sh && $(PYTHON) tools/bench_bundle/make_bundle.py $(BUNDLE_FLAGS)
 
-# The full reliability suite (about 35 minutes): results in benchmarks/results/stress/.
+# The full reliability suite (about 50 minutes): results in benchmarks/results/stress/.
 # STRESS_FLAGS picks cases or shortens it; see benchmarks/harness/stress.py --help.
 STRESS_FLAGS ?= --full --valgrind-rounds 2000
 stress: build

@@ -51,6 +51,13 @@ def test_the_tokio_executor_passes(case):
     assert_passed(*stress(case, 'tokio'))
 
 
+@pytest.mark.parametrize('case', ['r1-start-stop', 'r2-churn', 'r3-panic-storm', 'r4-shutdown',
+                                  'r5-bad-input', 'r6-sim-clock', 'r7-soak'])
+def test_the_tokio_executor_with_dedicated_workers_passes(case):
+    # Every Worker on a thread of its own: its own parking, and its own timer scheduler.
+    assert_passed(*stress(case, 'tokio_dedicated'))
+
+
 @pytest.mark.parametrize('case', ['r1-start-stop', 'r4-shutdown', 'r5-bad-input', 'r6-sim-clock'])
 def test_the_basic_executor_passes_what_applies_to_it(case):
     # R2 takes the basic executor minutes, R3 does not apply (it does not contain panics)

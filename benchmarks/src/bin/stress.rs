@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! stress r1-start-stop --executor tokio [--full]
+//! stress r4-shutdown --executor tokio_dedicated
 //! stress r2-churn --executor basic --rounds 200
 //! stress r7-soak --executor tokio --full --churn unique-names
 //! ```

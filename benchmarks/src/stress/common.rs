@@ -1,7 +1,9 @@
 //! What every stress case shares.
 
 use rclrs::{Context, CreateBasicExecutor, Executor, Publisher};
-use rclrs_tokio_executor::{CreateTokioExecutor, ExecutorStats, TokioExecutorOptions};
+use rclrs_tokio_executor::{
+    CreateTokioExecutor, DedicatedWorkers, ExecutorStats, TokioExecutorOptions,
+};
 use serde::Serialize;
 use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
@@ -15,14 +17,22 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The executor a case runs against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum ExecutorKind {
     /// rclrs's basic executor.
     Basic,
     /// This project's Tokio executor.
     Tokio,
+    /// The Tokio executor with every Worker on a thread of its own (its sync mode).
+    TokioDedicated,
 }
 
 impl ExecutorKind {
+    /// Whether this is the Tokio executor, in either mode.
+    pub fn is_tokio(self) -> bool {
+        matches!(self, Self::Tokio | Self::TokioDedicated)
+    }
+
     /// A new executor of this kind on `context`, with the Tokio executor's stats.
     pub fn create(self, context: &Context) -> Result<(Executor, Option<ExecutorStats>), BoxError> {
         Ok(match self {
@@ -30,6 +40,12 @@ impl ExecutorKind {
             Self::Tokio => {
                 let (executor, stats) =
                     context.create_tokio_executor_with_stats(TokioExecutorOptions::new())?;
+                (executor, Some(stats))
+            }
+            Self::TokioDedicated => {
+                let (executor, stats) = context.create_tokio_executor_with_stats(
+                    TokioExecutorOptions::new().dedicated_workers(DedicatedWorkers::all()),
+                )?;
                 (executor, Some(stats))
             }
         })

@@ -110,7 +110,9 @@ pub fn run(kind: ExecutorKind, scale: Scale) -> Result<CaseResult, BoxError> {
     let mut result = CaseResult::new("r4_shutdown", kind, scale);
     let repetitions = scale.pick(30, 200);
     let variants: &[(&str, bool)] = match kind {
-        ExecutorKind::Tokio => &[("drop_while_spinning", true), ("halt_then_drop", false)],
+        ExecutorKind::Tokio | ExecutorKind::TokioDedicated => {
+            &[("drop_while_spinning", true), ("halt_then_drop", false)]
+        }
         ExecutorKind::Basic => &[("halt_then_drop", false)],
     };
     if kind == ExecutorKind::Basic {

@@ -283,7 +283,7 @@ pub fn run(kind: ExecutorKind, scale: Scale) -> Result<CaseResult, BoxError> {
             Err(text) => (text.clone(), true),
         };
         result.figure(name, &text);
-        if kind == ExecutorKind::Tokio {
+        if kind.is_tokio() {
             result.check(!wrong, || format!("{name}: {text}"));
         }
     }
