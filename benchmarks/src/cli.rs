@@ -26,13 +26,20 @@ pub struct DedicatedArgs {
 }
 
 impl DedicatedArgs {
-    /// The executor option these flags ask for; `None` without `--dedicated-workers`.
-    pub fn options(&self) -> Option<DedicatedWorkers> {
-        self.dedicated_workers.then(|| {
+    /// The executor option these flags ask for (`None` without `--dedicated-workers`), or
+    /// the error for an executor that has no dedicated Workers (`is_tokio` false).
+    pub fn options_for(&self, is_tokio: bool) -> Result<Option<DedicatedWorkers>, &'static str> {
+        if !self.dedicated_workers {
+            return Ok(None);
+        }
+        if !is_tokio {
+            return Err("--dedicated-workers: only rclrs_tokio has dedicated Workers");
+        }
+        Ok(Some(
             DedicatedWorkers::all()
                 .cpus(self.cpus.iter().copied())
-                .fifo_priority(self.fifo_priority)
-        })
+                .fifo_priority(self.fifo_priority),
+        ))
     }
 }
 

@@ -105,17 +105,17 @@ fn main() {
 fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
     let (seconds, warmup) = (args.seconds, args.warmup_s);
     let context = Context::default_from_env()?;
+    let dedicated = args
+        .dedicated
+        .options_for(args.executor == ExecutorName::RclrsTokio)?;
     let (mut executor, stats, executor_name) = match args.executor {
         ExecutorName::RclrsTokio => {
             let mut options = TokioExecutorOptions::new();
-            if let Some(dedicated) = args.dedicated.options() {
+            if let Some(dedicated) = dedicated {
                 options = options.dedicated_workers(dedicated);
             }
             let (executor, stats) = context.create_tokio_executor_with_stats(options)?;
             (executor, Some(stats), "rclrs_tokio")
-        }
-        ExecutorName::RclrsBasic if args.dedicated.dedicated_workers => {
-            return Err("--dedicated-workers: only rclrs_tokio has dedicated Workers".into());
         }
         ExecutorName::RclrsBasic => (context.create_basic_executor(), None, "rclrs_basic"),
     };

@@ -290,10 +290,9 @@ impl Config {
         if args.follow_load && args.executor != ExecutorName::RclrsTokio {
             return Err("--follow-load: only rclrs_tokio places Workers by load".into());
         }
-        if args.dedicated.dedicated_workers && args.executor != ExecutorName::RclrsTokio {
-            return Err("--dedicated-workers: only rclrs_tokio has dedicated Workers".into());
-        }
-        let dedicated = args.dedicated.options();
+        let dedicated = args
+            .dedicated
+            .options_for(args.executor == ExecutorName::RclrsTokio)?;
         let topic = match (&args.topic, role) {
             (Some(topic), _) => topic.clone(),
             (None, Role::Both) => format!("bench_{}", std::process::id()),

@@ -102,38 +102,34 @@ impl ExecutorShared {
         timers
     }
 
-    /// Every timer scheduler of the executor still in use.
-    fn all_timers(&self) -> Vec<Arc<TimerScheduler>> {
-        let list = self.worker_timers.lock().unwrap();
-        std::iter::once(Arc::clone(&self.timers))
-            .chain(list.iter().filter_map(Weak::upgrade))
-            .collect()
-    }
-
-    /// Deliver the ticks of every timer due now (a spin's single pass).
-    pub(crate) fn tick_timers_due_now(&self) {
-        self.timers.tick_due_now();
+    /// Run `f` on every timer scheduler of the executor still in use: its own, then the
+    /// dedicated Workers' (only an executor with dedicated Workers has any, or takes
+    /// their lock).
+    fn for_each_timers(&self, f: impl Fn(&TimerScheduler)) {
+        f(&self.timers);
         if self.dedicated.is_some() {
-            for timers in self.all_timers().iter().skip(1) {
-                timers.tick_due_now();
+            let list = self.worker_timers.lock().unwrap();
+            for timers in list.iter().filter_map(Weak::upgrade) {
+                f(&timers);
             }
         }
     }
 
+    /// Deliver the ticks of every timer due now (a spin's single pass).
+    pub(crate) fn tick_timers_due_now(&self) {
+        self.for_each_timers(TimerScheduler::tick_due_now);
+    }
+
     /// After [`shut_down`](Self::shut_down): wait for the timer schedulers' own threads.
     pub(crate) fn join_timers(&self) {
-        for timers in self.all_timers() {
-            timers.join();
-        }
+        self.for_each_timers(TimerScheduler::join);
     }
 
     /// Tell the Worker tasks to tear down (the executor is being dropped).
     pub(crate) fn shut_down(&self) {
         self.shutdown.store(true, Ordering::SeqCst);
         self.workers.shut_down_all();
-        for timers in self.all_timers() {
-            timers.stop();
-        }
+        self.for_each_timers(TimerScheduler::stop);
         // A spin in progress on another task stops too.
         self.wake_spin.notify_waiters();
     }
