@@ -54,6 +54,18 @@ fn is_own_error(error: &RclrsError, message: &str) -> bool {
     )
 }
 
+/// The error a timed spin reports for a Worker, equal (`==`) to the one the basic
+/// executor's wait-set runner for that Worker reports: `rcl_wait`'s `RCL_RET_TIMEOUT`,
+/// with rcl's error message (empty, as `rcl_wait` sets none), if the Worker was idle when
+/// the time ran out; the runner's own timeout, with no message, if it had just run
+/// something.
+pub(crate) fn timed_out(idle: bool) -> RclrsError {
+    RclrsError::RclError {
+        code: RclReturnCode::Timeout,
+        msg: idle.then(|| RclErrorMsg::new("")),
+    }
+}
+
 pub(crate) fn spin_inside_runtime() -> RclrsError {
     own_error(SPIN_INSIDE_RUNTIME)
 }

@@ -29,7 +29,8 @@
 //! - callbacks run only while `spin()` (or `spin_async`) is active, and `spin()` returns
 //!   only after callbacks in flight have finished;
 //! - `SpinOptions` mean the same: until a promise resolves, `halt_spinning`, a timeout
-//!   (reported as one `RclReturnCode::Timeout`, and kept to well under a millisecond
+//!   (reported as one `RclReturnCode::Timeout` per Worker, each equal to the basic
+//!   executor's for a wait set in the same state, and kept to well under a millisecond
 //!   whatever was queued when the spin began), and spin-once: `spin_once()` or a zero
 //!   timeout makes one pass in which each entity with work waiting runs its callback
 //!   once;

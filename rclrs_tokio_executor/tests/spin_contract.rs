@@ -33,12 +33,28 @@ fn kinds(errors: &[RclrsError]) -> Vec<String> {
         .collect()
 }
 
-/// The spin reported exactly one error, the basic executor's `code` with no rcl message:
-/// the whole value, so that a caller comparing errors sees no difference between
-/// executors (the basic executor's `rcl_wait` leaves the rcl error state empty on a
-/// timeout, and refuses a timeout too large for rcl before calling it).
-fn assert_only_error(errors: &[RclrsError], code: RclReturnCode) {
-    assert_eq!(errors, [RclrsError::RclError { code, msg: None }]);
+/// The spin reported exactly `expected`: the whole value, so that a caller comparing
+/// errors sees no difference between executors.
+fn assert_only_error(errors: &[RclrsError], expected: RclrsError) {
+    assert_eq!(errors, [expected]);
+}
+
+/// The basic executor's timeout for a wait set that timed out with nothing ready:
+/// `rcl_wait`'s `RCL_RET_TIMEOUT` with rcl's error message, empty.
+fn idle_timeout() -> RclrsError {
+    RclrsError::RclError {
+        code: RclReturnCode::Timeout,
+        msg: Some(RclErrorMsg::new("")),
+    }
+}
+
+/// The basic executor's timeout for a wait set that ran something and found its time
+/// over: its runner's own error, with no message.
+fn busy_timeout() -> RclrsError {
+    RclrsError::RclError {
+        code: RclReturnCode::Timeout,
+        msg: None,
+    }
 }
 
 /// A node with a subscription holding `waiting` messages that have arrived but not run.
@@ -96,7 +112,7 @@ fn spin_once_with_a_zero_timeout_runs_one_callback_and_times_out(make: MakeExecu
         .executor
         .spin(SpinOptions::spin_once().timeout(Duration::ZERO));
     assert_eq!(w.ran.load(Ordering::SeqCst), 1);
-    assert_only_error(&errors, RclReturnCode::Timeout);
+    assert_only_error(&errors, busy_timeout());
 }
 
 fn spin_once_without_a_timeout_runs_one_callback(make: MakeExecutor) {
@@ -112,7 +128,7 @@ fn a_zero_timeout_spin_runs_one_pass_and_times_out(make: MakeExecutor) {
         .executor
         .spin(SpinOptions::default().timeout(Duration::ZERO));
     assert_eq!(w.ran.load(Ordering::SeqCst), 1);
-    assert_only_error(&errors, RclReturnCode::Timeout);
+    assert_only_error(&errors, busy_timeout());
 }
 
 fn an_idle_spin_once_waits_for_its_timeout(make: MakeExecutor) {
@@ -138,7 +154,7 @@ fn an_idle_spin_once_waits_for_its_timeout(make: MakeExecutor) {
         .find(|(errors, _)| !errors.is_empty())
         .expect("ten idle spin_once calls all returned early without a timeout");
     assert_eq!(w.ran.load(Ordering::SeqCst), 0);
-    assert_eq!(kinds(&errors), ["Timeout"]);
+    assert_eq!(errors, [idle_timeout()]);
     assert!(
         took >= Duration::from_millis(300),
         "returned after {took:?}"
@@ -147,6 +163,19 @@ fn an_idle_spin_once_waits_for_its_timeout(make: MakeExecutor) {
         took < Duration::from_millis(300) + OVERRUN_BOUND,
         "returned after {took:?}"
     );
+}
+
+/// A timed spin in which nothing happens reports the idle wait set's timeout once per
+/// Worker: the node's and two Workers of its own, the executor's own counting as one.
+fn an_idle_timed_spin_reports_one_wait_timeout_per_worker(make: MakeExecutor) {
+    let mut executor = make(&isolated_context());
+    let node = executor.create_node(unique("workers").as_str()).unwrap();
+    let _workers = [node.create_worker(0_u32), node.create_worker(0_u32)];
+    // What creating them queued (ready guard conditions, for the basic executor) goes
+    // first.
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(300)));
+    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
+    assert_eq!(errors, [idle_timeout(), idle_timeout(), idle_timeout()]);
 }
 
 fn the_first_spin_once_on_a_fresh_executor_returns_after_the_setup_work(make: MakeExecutor) {
@@ -172,7 +201,7 @@ fn repeated_spin_once_drains_waiting_messages_one_at_a_time(make: MakeExecutor) 
     let errors = w
         .executor
         .spin(SpinOptions::spin_once().timeout(Duration::ZERO));
-    assert_eq!(kinds(&errors), ["Timeout"]);
+    assert_eq!(errors, [idle_timeout()]);
     assert_eq!(w.ran.load(Ordering::SeqCst), 5);
 }
 
@@ -184,7 +213,7 @@ fn repeated_zero_timeout_spin_once_drains_waiting_messages_one_at_a_time(make: M
         let errors = w
             .executor
             .spin(SpinOptions::spin_once().timeout(Duration::ZERO));
-        assert_only_error(&errors, RclReturnCode::Timeout);
+        assert_only_error(&errors, busy_timeout());
         assert_eq!(w.ran.load(Ordering::SeqCst), call, "after call {call}");
     }
 }
@@ -196,7 +225,7 @@ fn a_spin_once_on_an_executor_without_nodes_waits_for_its_timeout(make: MakeExec
         let start = Instant::now();
         let errors = executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(100)));
         let took = start.elapsed();
-        assert_eq!(kinds(&errors), ["Timeout"], "call {call}");
+        assert_eq!(errors, [idle_timeout()], "call {call}");
         assert!(
             took >= Duration::from_millis(100) && took < Duration::from_millis(100) + OVERRUN_BOUND,
             "call {call}: a 100 ms spin_once took {took:?}"
@@ -226,7 +255,7 @@ fn a_spin_once_polls_every_queued_async_task_and_waits_for_other_work(make: Make
         .spin(SpinOptions::spin_once().timeout(Duration::from_millis(300)));
     let took = started.elapsed();
     assert_eq!(ran.load(Ordering::SeqCst), TASKS);
-    assert_eq!(kinds(&errors), ["Timeout"], "{errors:?}");
+    assert_eq!(errors, [idle_timeout()]);
     assert!(
         took >= Duration::from_millis(300) && took < Duration::from_millis(300) + OVERRUN_BOUND,
         "a 300 ms spin_once with only tasks to run took {took:?}"
@@ -377,7 +406,13 @@ fn a_timeout_too_large_for_rcl_is_refused(make: MakeExecutor) {
     let _node = executor.create_node(unique("huge").as_str()).unwrap();
     let start = Instant::now();
     let errors = executor.spin(SpinOptions::default().timeout(Duration::from_secs(u64::MAX / 4)));
-    assert_only_error(&errors, RclReturnCode::InvalidArgument);
+    assert_only_error(
+        &errors,
+        RclrsError::RclError {
+            code: RclReturnCode::InvalidArgument,
+            msg: None,
+        },
+    );
     assert!(start.elapsed() < Duration::from_secs(2));
 }
 
@@ -402,6 +437,10 @@ macro_rules! suite {
             #[test]
             fn an_idle_spin_once_waits_for_its_timeout() {
                 super::an_idle_spin_once_waits_for_its_timeout(MAKE)
+            }
+            #[test]
+            fn an_idle_timed_spin_reports_one_wait_timeout_per_worker() {
+                super::an_idle_timed_spin_reports_one_wait_timeout_per_worker(MAKE)
             }
             #[test]
             fn the_first_spin_once_on_a_fresh_executor_returns_after_the_setup_work() {

@@ -13,7 +13,9 @@
 //!   reported with the error `is_interrupted_error` recognises;
 //! - `until_promise_resolved`: the promise resolves or its sender is dropped;
 //! - `timeout`: reported as `RclReturnCode::Timeout` (one per Worker, as the basic
-//!   executor reports one per wait set), even if work was done. A timeout too large for
+//!   executor reports one per wait set), even if work was done; each equal to the basic
+//!   executor's error for a Worker that was idle, or busy, when the time ran out (see
+//!   `error::timed_out`). A timeout too large for
 //!   rcl (above `i64::MAX` nanoseconds) is refused with `InvalidArgument`, as the basic
 //!   executor refuses it;
 //! - `only_next_available_work`: once a unit of work has run and the backlog (below)
@@ -115,6 +117,12 @@ pub(crate) async fn spin(
     // wait set's guard condition): every spin consumes that, and a spin_once that finds
     // it returns after its pass, as the basic executor's does.
     let mut entities_changed = shared.take_entities_changed();
+    // What a single pass's timeout reports depends on whether each Worker ran something
+    // in the pass (see `error::timed_out`): count from before the gate opens. Entities
+    // added since the last spin are work for every Worker in the pass that follows, as
+    // for the basic executor's wait sets, whose guard conditions they triggered.
+    let setup_work = single_pass && entities_changed;
+    let pass_marks = single_pass.then(|| shared.workers.callback_marks());
     let _close_if_dropped = CloseGateOnDrop(&shared);
     gate.watch_halt(&halt_spinning);
     let opened = gate.open(single_pass);
@@ -202,12 +210,11 @@ pub(crate) async fn spin(
         }
     }
     if timed_out {
+        // A Worker busy when the time ran out finishes what it runs, and what was
+        // waiting, after this mark.
+        let marks = pass_marks.unwrap_or_else(|| shared.workers.callback_marks());
         wait_for_backlog(&shared, &backlog).await;
-        let workers = shared.workers.gated_count().max(1);
-        errors.extend((0..workers).map(|_| RclrsError::RclError {
-            code: RclReturnCode::Timeout,
-            msg: None,
-        }));
+        errors.extend(shared.workers.timeouts((!setup_work).then_some(&marks)));
     }
     gate.close();
     gate.drained().await;

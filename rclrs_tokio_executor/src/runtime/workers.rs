@@ -9,7 +9,7 @@
 
 use crate::runtime::async_tasks::TaskCounters;
 use crate::stats::worker_counters::WorkerCounters;
-use rclrs::{Waitable, WeakActivityListener};
+use rclrs::{RclrsError, Waitable, WeakActivityListener};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -61,14 +61,44 @@ impl WorkerList {
             .retain(|e| !Arc::ptr_eq(e, entry));
     }
 
-    /// How many gated Workers run (the basic executor reports one `Timeout` per Worker).
-    pub(crate) fn gated_count(&self) -> usize {
-        self.entries
+    /// How many callbacks each gated Worker has run so far.
+    pub(crate) fn callback_marks(&self) -> CallbackMarks {
+        let marks = self
+            .entries
             .lock()
             .unwrap()
             .iter()
             .filter(|e| e.gated)
-            .count()
+            .map(|e| (Arc::clone(&e.mailbox), e.mailbox.callbacks_run()))
+            .collect();
+        CallbackMarks(marks)
+    }
+
+    /// The errors of a spin that timed out: one `Timeout` per gated Worker (at least
+    /// one), as the basic executor reports one per wait-set runner, each telling whether
+    /// that Worker ran a callback after `marks` (see `error::timed_out`). With `marks`
+    /// `None` every Worker counts as busy.
+    pub(crate) fn timeouts(&self, marks: Option<&CallbackMarks>) -> Vec<RclrsError> {
+        let entries = self.entries.lock().unwrap();
+        let mut errors: Vec<_> = entries
+            .iter()
+            .filter(|e| e.gated)
+            .map(|e| {
+                let ran = e.mailbox.callbacks_run();
+                let idle = marks.is_some_and(|marks| {
+                    marks
+                        .0
+                        .iter()
+                        .find(|(counters, _)| Arc::ptr_eq(counters, &e.mailbox))
+                        .is_none_or(|(_, mark)| ran == *mark)
+                });
+                crate::error::timed_out(idle)
+            })
+            .collect();
+        if errors.is_empty() {
+            errors.push(crate::error::timed_out(marks.is_some()));
+        }
+        errors
     }
 
     /// What is waiting for the gated Workers right now (in their mailboxes, or deferred
@@ -95,6 +125,9 @@ impl WorkerList {
         }
     }
 }
+
+/// How many callbacks each gated Worker had run at one moment of a spin.
+pub(crate) struct CallbackMarks(Vec<(Arc<WorkerCounters>, u64)>);
 
 impl Backlog {
     /// Every item of the snapshot is finished.

@@ -171,6 +171,11 @@ impl WorkerCounters {
         self.callbacks.fetch_add(callbacks, Ordering::Relaxed);
     }
 
+    /// Callbacks run so far.
+    pub(crate) fn callbacks_run(&self) -> u64 {
+        self.callbacks.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn took_nothing(&self) {
         self.empty_takes.fetch_add(1, Ordering::Relaxed);
     }
