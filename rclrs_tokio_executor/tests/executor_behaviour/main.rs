@@ -95,6 +95,16 @@ macro_rules! suite {
             $($extra!();)?
 
             #[test]
+            fn a_timer_dropped_inside_its_own_callback_fires_no_more() {
+                super::a_timer_dropped_inside_its_own_callback_fires_no_more(MAKE)
+            }
+            #[test]
+            fn a_service_and_a_client_dropped_inside_their_own_callbacks_run_no_more() {
+                super::a_service_and_a_client_dropped_inside_their_own_callbacks_run_no_more(
+                    MAKE,
+                )
+            }
+            #[test]
             fn pub_sub_delivers_every_message_in_order() {
                 super::pub_sub_delivers_every_message_in_order(MAKE)
             }

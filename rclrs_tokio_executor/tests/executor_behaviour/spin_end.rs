@@ -191,7 +191,7 @@ fn callbacks_after_a_drop_from_inside(make: MakeExecutor, on_worker: bool) -> us
     let options = || topic.as_str().keep_last(100).reliable();
     let count = Arc::new(AtomicUsize::new(0));
     // What the first callback drops: the subscription, and the Worker it is on.
-    let doomed: Arc<Mutex<Option<Box<dyn std::any::Any + Send>>>> = Arc::default();
+    let doomed = Doomed::default();
     let callback = {
         let (count, doomed) = (Arc::clone(&count), Arc::clone(&doomed));
         move || {
@@ -269,4 +269,92 @@ pub(crate) fn a_spin_returns_only_after_its_callbacks_in_flight_finish(make: Mak
             "spin returned while a callback was still running"
         );
     }
+}
+
+/// What a callback drops: the last handle of its own entity.
+type Doomed = Arc<Mutex<Option<Box<dyn std::any::Any + Send>>>>;
+
+/// A 1 ms timer whose first callback drops its last handle, due many times over by the
+/// time the spin starts: it fires once, and a spin after that runs nothing of it.
+pub(crate) fn a_timer_dropped_inside_its_own_callback_fires_no_more(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("timer_self_drop").as_str())
+        .unwrap();
+    let (fired, fired_once) = Countdown::new(1);
+    let doomed = Doomed::default();
+    let timer = {
+        let (fired, doomed) = (Arc::clone(&fired), Arc::clone(&doomed));
+        node.create_timer_repeating(Duration::from_millis(1), move || {
+            fired.tick();
+            doomed.lock().unwrap().take();
+        })
+        .unwrap()
+    };
+    *doomed.lock().unwrap() = Some(Box::new(timer));
+    std::thread::sleep(Duration::from_millis(20));
+    spin_until(&mut executor, fired_once);
+    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
+    assert_eq!(fired.count.load(Ordering::SeqCst), 1);
+    assert!(doomed.lock().unwrap().is_none());
+    assert_eq!(errors.len(), 1, "{errors:?}");
+}
+
+/// A service whose first callback drops its last handle, with five requests waiting,
+/// and a client whose first response callback drops the client, with five calls out:
+/// each runs once, and a spin after that runs nothing of either.
+pub(crate) fn a_service_and_a_client_dropped_inside_their_own_callbacks_run_no_more(
+    make: MakeExecutor,
+) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("service_self_drop").as_str())
+        .unwrap();
+    let name = unique("self_drop_set_bool");
+    let served = Arc::new(AtomicUsize::new(0));
+    let service_doomed = Doomed::default();
+    let service = {
+        let (served, doomed) = (Arc::clone(&served), Arc::clone(&service_doomed));
+        node.create_service::<SetBool, _>(name.as_str(), move |request: SetBool_Request| {
+            served.fetch_add(1, Ordering::SeqCst);
+            doomed.lock().unwrap().take();
+            SetBool_Response {
+                success: request.data,
+                message: String::new(),
+            }
+        })
+        .unwrap()
+    };
+    *service_doomed.lock().unwrap() = Some(Box::new(service));
+    let client = node.create_client::<SetBool>(name.as_str()).unwrap();
+    let ready = client.notify_on_service_ready();
+    spin_until(&mut executor, ready);
+    let (answered, first_answer) = Countdown::new(1);
+    let client_doomed = Doomed::default();
+    let _calls: Vec<_> = (0..5)
+        .map(|_| {
+            let (answered, doomed) = (Arc::clone(&answered), Arc::clone(&client_doomed));
+            client
+                .call_then(
+                    SetBool_Request { data: true },
+                    move |_: SetBool_Response| {
+                        answered.tick();
+                        doomed.lock().unwrap().take();
+                    },
+                )
+                .unwrap()
+        })
+        .collect();
+    *client_doomed.lock().unwrap() = Some(Box::new(client));
+    // Let the five requests arrive before the spin.
+    std::thread::sleep(Duration::from_millis(50));
+    spin_until(&mut executor, first_answer);
+    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
+    assert_eq!(served.load(Ordering::SeqCst), 1);
+    assert_eq!(answered.count.load(Ordering::SeqCst), 1);
+    assert!(service_doomed.lock().unwrap().is_none());
+    assert!(client_doomed.lock().unwrap().is_none());
+    assert_eq!(errors.len(), 1, "{errors:?}");
 }
