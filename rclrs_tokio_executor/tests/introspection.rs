@@ -234,10 +234,28 @@ fn stage_tracing_records_each_stage_only_while_on() {
         );
     }
 
+    // A backlog, drained many messages to an item: still one take and one callback
+    // sample per message, and the item-level stages once per item.
+    for data in 0..300 {
+        publisher.publish(Int32 { data }).unwrap();
+    }
+    spin_until(&mut executor, || heard.load(Ordering::SeqCst) == 500);
+    let batched = worker_of(&stats, &topic).stages.unwrap();
+    assert_eq!(
+        count(&batched.take),
+        400,
+        "one take per message of a backlog"
+    );
+    assert_eq!(count(&batched.callback), 400);
+    assert_eq!(
+        count(&batched.notify_to_wake),
+        count(&batched.notify_to_callback_end)
+    );
+
     stats.set_stage_tracing(false);
-    publish_and_hear(&mut executor, 200);
+    publish_and_hear(&mut executor, 500);
     let after = worker_of(&stats, &topic).stages.unwrap();
-    assert_eq!(count(&after.take), 100, "nothing recorded while off");
+    assert_eq!(count(&after.take), 400, "nothing recorded while off");
 }
 
 /// A Worker that finds a backlog sleeps briefly instead of parking (counted as a
