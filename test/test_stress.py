@@ -38,6 +38,11 @@ def stress(case, executor, *extra, prefix=(), timeout=180, vgdb_prefix=None):
     return json.loads(lines[-1]), proc
 
 
+# Every case of the suite, in its bounded form.
+ALL_CASES = ['r1-start-stop', 'r2-churn', 'r3-panic-storm', 'r4-shutdown', 'r5-bad-input',
+             'r6-sim-clock', 'r7-soak']
+
+
 def assert_passed(result, proc):
     assert result['passed'], (
         f"{result['case']} on {result['executor']} failed: {result['failures']}\n"
@@ -45,14 +50,12 @@ def assert_passed(result, proc):
     assert proc.returncode == 0
 
 
-@pytest.mark.parametrize('case', ['r1-start-stop', 'r2-churn', 'r3-panic-storm', 'r4-shutdown',
-                                  'r5-bad-input', 'r6-sim-clock', 'r7-soak'])
+@pytest.mark.parametrize('case', ALL_CASES)
 def test_the_tokio_executor_passes(case):
     assert_passed(*stress(case, 'tokio'))
 
 
-@pytest.mark.parametrize('case', ['r1-start-stop', 'r2-churn', 'r3-panic-storm', 'r4-shutdown',
-                                  'r5-bad-input', 'r6-sim-clock', 'r7-soak'])
+@pytest.mark.parametrize('case', ALL_CASES)
 def test_the_tokio_executor_with_dedicated_workers_passes(case):
     # Every Worker on a thread of its own: its own parking, and its own timer scheduler.
     assert_passed(*stress(case, 'tokio_dedicated'))

@@ -15,9 +15,8 @@
 //! - `timeout`: reported as `RclReturnCode::Timeout` (one per Worker, as the basic
 //!   executor reports one per wait set), even if work was done; each equal to the basic
 //!   executor's error for a Worker that was idle, or busy, when the time ran out (see
-//!   `error::timed_out`). A timeout too large for
-//!   rcl (above `i64::MAX` nanoseconds) is refused with `InvalidArgument`, as the basic
-//!   executor refuses it;
+//!   `error::timed_out`). A timeout too large for rcl (above `i64::MAX` nanoseconds) is
+//!   refused with `InvalidArgument`, as the basic executor refuses it;
 //! - `only_next_available_work`: once a unit of work has run and the backlog (below)
 //!   has had its pass. Entities added since the previous spin count as a unit of work,
 //!   as the guard condition they trigger does for the basic executor's wait set; an
@@ -209,15 +208,18 @@ pub(crate) async fn spin(
             _ = probe_due => {}
         }
     }
+    // A Worker busy when the time ran out finishes what it runs, and what was waiting,
+    // after this mark; its count is read once the callbacks in flight have finished.
+    let timeout_marks =
+        timed_out.then(|| pass_marks.unwrap_or_else(|| shared.workers.callback_marks()));
     if timed_out {
-        // A Worker busy when the time ran out finishes what it runs, and what was
-        // waiting, after this mark.
-        let marks = pass_marks.unwrap_or_else(|| shared.workers.callback_marks());
         wait_for_backlog(&shared, &backlog).await;
-        errors.extend(shared.workers.timeouts((!setup_work).then_some(&marks)));
     }
     gate.close();
     gate.drained().await;
+    if let Some(marks) = timeout_marks {
+        errors.extend(shared.workers.timeouts((!setup_work).then_some(&marks)));
+    }
     errors
 }
 
