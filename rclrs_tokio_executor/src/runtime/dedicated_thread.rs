@@ -14,8 +14,10 @@
 //! scheduler between the middleware thread and the Worker.
 //!
 //! The thread also drives the Worker's own timer scheduler: before parking it looks at
-//! the Worker's timers that are due or changed and parks at most until the next one
-//! (see `timer_scheduler`), so a timer wakes this thread and no other.
+//! the Worker's timers that are due or changed and parks at most until the next one,
+//! and while the Worker stays busy it looks between mailbox items and callbacks (see
+//! `timer_scheduler`), so a timer wakes this thread and no other, and a stream that
+//! never lets the thread park does not starve it.
 //!
 //! Before polling, the thread enters a Tokio runtime handle (one of the executor's
 //! threads, or the user's runtime), so callbacks can spawn, sleep and do I/O; what
@@ -36,7 +38,7 @@ use crate::options::{DedicatedThread, DedicatedWorkers, Placement};
 use crate::runtime::{
     shared::ExecutorShared,
     threads,
-    timer_scheduler::{Looker, TimerScheduler},
+    timer_scheduler::{self, TimerScheduler},
 };
 use crate::stats::worker_counters::WorkerCounters;
 use rclrs::log_warn;
@@ -92,8 +94,7 @@ where
         counters.set_dedicated(placed);
         let _runtime = handle.enter();
         timers.adopt();
-        let mut looker = Looker::default();
-        block_on(task, || timers.before_park(&mut looker));
+        block_on(task, timer_scheduler::before_park_adopted);
     });
     match started {
         Ok(thread) => {

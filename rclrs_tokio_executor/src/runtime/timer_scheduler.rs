@@ -67,6 +67,15 @@
 //! executor's scheduler wakes two. The protocol is the same, only the loop differs: one
 //! [`Looker`] does every look for both.
 //!
+//! Such a thread does not park while its Worker always has work (a stream it cannot
+//! keep up with), and nobody else looks at its timers. So it also looks between
+//! mailbox items and wherever a drain asks whether other items wait
+//! ([`deliver_adopted_due`], from `turn::items_waiting`): a timer that fell due during
+//! a burst is delivered then, queued behind what waits, and runs after a fair share of
+//! the burst, as the executor's scheduler thread delivers it at its deadline to a pool
+//! Worker that is busy. That check costs one thread-local read, and a clock read while
+//! one of the Worker's timers has a deadline.
+//!
 //! Wake-ups use `thread::unpark`, which is sticky: a wake that lands while the thread is
 //! evaluating is not lost. Nothing here takes rclrs's clock lock, so the jump callback
 //! (which runs with that lock held) can never deadlock with the thread; and the lock of
@@ -84,6 +93,7 @@ use crate::runtime::{
 };
 use alarms::{Alarm, AlarmList};
 use plan::{Plan, ScheduledTimer, Tick};
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
@@ -91,6 +101,38 @@ use std::sync::{
 };
 use std::thread::Thread;
 use std::time::{Duration, Instant};
+
+thread_local! {
+    /// On a thread that adopted a scheduler (a dedicated Worker's): that scheduler, and
+    /// the looker of its looks.
+    static ADOPTED: RefCell<Option<(Arc<TimerScheduler>, Looker)>> =
+        const { RefCell::new(None) };
+}
+
+/// On a thread that adopted a scheduler, before it parks: see
+/// [`TimerScheduler::before_park`]. `None` (park until woken) elsewhere.
+pub(crate) fn before_park_adopted() -> Option<Instant> {
+    ADOPTED.with(|adopted| {
+        let mut adopted = adopted.borrow_mut();
+        let (scheduler, looker) = adopted.as_mut()?;
+        scheduler.before_park(looker)
+    })
+}
+
+/// On a thread that adopted a scheduler, between callbacks: deliver the ticks of the
+/// timers that fell due (or were asked about) while the thread was busy. Nothing
+/// elsewhere.
+pub(crate) fn deliver_adopted_due() {
+    ADOPTED.with(|adopted| {
+        // A look delivers ticks into the Worker's own mailbox, which never calls back
+        // here; `try_` all the same, so a nested call can only skip a look.
+        if let Ok(mut adopted) = adopted.try_borrow_mut() {
+            if let Some((scheduler, looker)) = adopted.as_mut() {
+                let _ = scheduler.before_park(looker);
+            }
+        }
+    })
+}
 
 /// Identifies a timer: the address of its entity.
 pub(crate) type TimerKey = usize;
@@ -227,20 +269,23 @@ impl TimerScheduler {
     }
 
     /// Let the calling thread (a dedicated Worker's) drive this scheduler instead of a
-    /// thread of its own: it calls [`before_park`](Self::before_park) before each park,
-    /// and is unparked when a timer needs a look. Called before any timer is added.
-    pub(crate) fn adopt(&self) {
+    /// thread of its own: it calls [`before_park_adopted`] before each park and
+    /// [`deliver_adopted_due`] between callbacks, and is unparked when a timer needs a
+    /// look. Called before any timer is added.
+    pub(crate) fn adopt(self: &Arc<Self>) {
         let _starting = self.starting.lock().unwrap();
         if self.thread.set(std::thread::current()).is_ok() {
             crate::ffi::set_precise_timer_slack();
+            ADOPTED.with(|adopted| {
+                *adopted.borrow_mut() = Some((Arc::clone(self), Looker::default()));
+            });
         }
     }
 
-    /// On the adopting thread, before it parks: look at the timers if something
-    /// changed or one is due, deliver their ticks, and say until when the thread may
-    /// sleep (`None`: until unparked). Reads the clock only while a timer has a
-    /// deadline.
-    pub(crate) fn before_park(&self, looker: &mut Looker) -> Option<Instant> {
+    /// On the adopting thread: look at the timers if something changed or one is due,
+    /// deliver their ticks, and say until when the thread may sleep (`None`: until
+    /// unparked). Reads the clock only while a timer has a deadline.
+    fn before_park(&self, looker: &mut Looker) -> Option<Instant> {
         loop {
             if !self.dirty.load(Ordering::SeqCst) {
                 let planned = self.planned_ns.load(Ordering::SeqCst);
@@ -394,7 +439,7 @@ enum Look {
 /// The thread's scratch between looks: the ticks of one look and the timers asked
 /// about, kept so a steady rate allocates nothing.
 #[derive(Default)]
-pub(crate) struct Looker {
+struct Looker {
     due: Vec<Tick>,
     asked: HashSet<TimerKey>,
 }

@@ -47,7 +47,7 @@
 //! can find it taken over by another turn of the same thread when it resumes; it then
 //! sees its budget spent and yields, and the other turn's end runs its deferred work.
 
-use crate::runtime::{hand_over, shared::ExecutorShared};
+use crate::runtime::{hand_over, shared::ExecutorShared, timer_scheduler};
 use crate::stats::worker_counters::WorkerCounters;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
@@ -151,8 +151,12 @@ pub(crate) fn spin_ending() -> bool {
 }
 
 /// How many items wait in the mailbox of the current turn's Worker besides the one it
-/// runs (see "Sharing the Worker"); 0 outside a turn.
+/// runs (see "Sharing the Worker"), after delivering the ticks of its timers that fell
+/// due if this thread drives them (a dedicated Worker's, see `timer_scheduler`); 0
+/// outside a turn.
 pub(crate) fn items_waiting() -> u64 {
+    // On a thread that drives its Worker's timers, a timer due by now waits too.
+    timer_scheduler::deliver_adopted_due();
     WORKER.with(|counters| {
         counters
             .borrow()

@@ -44,7 +44,7 @@ use crate::runtime::{
     panics::log_panic,
     placement::{Home, LONG_CALLBACK, WINDOW},
     shared::ExecutorShared,
-    timer_scheduler::TimerScheduler,
+    timer_scheduler::{self, TimerScheduler},
     turn::{self, Turn},
     workers::{Control, WorkerEntry},
 };
@@ -354,6 +354,9 @@ impl WorkerTask {
             if ran == MAILBOX_BUDGET || turn.exhausted() {
                 break;
             }
+            // A dedicated Worker's timers that fell due meanwhile queue up behind what
+            // waits (see `timer_scheduler`).
+            timer_scheduler::deliver_adopted_due();
             next = self.mailbox.try_recv();
         }
         ran == MAILBOX_BUDGET || turn.exhausted()

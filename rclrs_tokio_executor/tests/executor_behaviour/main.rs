@@ -14,6 +14,7 @@ mod graph;
 mod messages;
 mod spin_end;
 mod timers;
+mod under_load;
 mod workers;
 
 use created_inside::*;
@@ -21,6 +22,7 @@ use graph::*;
 use messages::*;
 use spin_end::*;
 use timers::*;
+use under_load::*;
 use workers::*;
 
 use futures::channel::oneshot;
@@ -249,6 +251,10 @@ macro_rules! suite {
             #[test]
             fn a_spin_returns_only_after_its_callbacks_in_flight_finish() {
                 super::a_spin_returns_only_after_its_callbacks_in_flight_finish(MAKE)
+            }
+            #[test]
+            fn a_timer_keeps_firing_beside_a_stream_that_keeps_its_worker_busy() {
+                super::a_timer_keeps_firing_beside_a_stream_that_keeps_its_worker_busy(MAKE)
             }
         }
     };
