@@ -63,9 +63,11 @@
 //!
 //! # Timers and ROS time
 //!
-//! Timers are scheduled by a dedicated thread with kernel-precise deadlines (not Tokio's
-//! 1 ms timer wheel); a tick goes into the owning Worker's mailbox like any event, at
-//! most one pending per timer. Under `use_sim_time`, ROS-time timers are driven by
+//! Timers keep kernel-precise deadlines (not Tokio's 1 ms timer wheel): each Worker
+//! watches its own timers and wakes at their deadlines itself, on a timerfd beside
+//! everything else its pool thread waits for (on its own thread, a dedicated Worker
+//! parks until then), so a tick wakes only the thread that runs the callback; a tick goes
+//! into the Worker's mailbox like any event, at most one pending per timer. Under `use_sim_time`, ROS-time timers are driven by
 //! `/clock` through rcl clock jump callbacks: every due fire happens at any simulation
 //! speed, a paused clock costs no CPU, and backward jumps follow rcl's rules. `/clock`
 //! itself is served on a task of its own, so a Worker stuck in a long callback cannot

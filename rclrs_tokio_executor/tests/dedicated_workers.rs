@@ -16,7 +16,7 @@ use std::sync::{
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
-use support::{publish_to, thread_names, unique};
+use support::{publish_to, spin_until_resolved_without_alarm, thread_names, unique};
 
 struct ControlLoop {
     threads: Vec<String>,
@@ -245,18 +245,7 @@ fn a_dedicated_workers_timer_is_ticked_by_its_own_thread_and_no_scheduler_thread
             }
         })
         .unwrap();
-    // A bounded wait that files no alarm: a timed spin's deadline is rung by the
-    // executor's scheduler thread, which must not be needed here.
-    let commands = Arc::clone(executor.commands());
-    let (finished, give_up) = std::sync::mpsc::channel::<()>();
-    let guard = std::thread::spawn(move || {
-        if give_up.recv_timeout(Duration::from_secs(20)).is_err() {
-            commands.halt_spinning();
-        }
-    });
-    let errors = executor.spin(SpinOptions::default().until_promise_resolved(fired));
-    let _ = finished.send(());
-    guard.join().unwrap();
+    let errors = spin_until_resolved_without_alarm(&mut executor, fired, Duration::from_secs(20));
     assert!(errors.is_empty(), "{errors:?}");
 
     let threads = threads.lock().unwrap().clone();

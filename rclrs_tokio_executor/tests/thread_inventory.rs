@@ -15,7 +15,9 @@ use ros_env::test_msgs::action::{Fibonacci, Fibonacci_Goal, Fibonacci_Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{echo_service, run_to_end, thread_names, unique, wait_matched};
+use support::{
+    echo_service, run_to_end, spin_until_resolved_without_alarm, thread_names, unique, wait_matched,
+};
 
 fn fallback_threads() -> usize {
     thread_names()
@@ -169,57 +171,114 @@ fn dropping_the_executor_ends_its_threads() {
     }
 }
 
-/// Workers that get their first timers at the same moment share one timer-scheduler
-/// thread (two pool threads registering timers at once each started one before).
+/// Timers for `workers`, created at the same moment (from a thread each).
+fn timers_created_at_once(workers: &[Worker<()>]) -> Vec<WorkerTimer<()>> {
+    let start = Arc::new(std::sync::Barrier::new(workers.len()));
+    std::thread::scope(|scope| {
+        let makers: Vec<_> = workers
+            .iter()
+            .map(|worker| {
+                let start = Arc::clone(&start);
+                scope.spawn(move || {
+                    start.wait();
+                    worker
+                        .create_timer_repeating(Duration::from_millis(5), |_: &mut ()| {})
+                        .unwrap()
+                })
+            })
+            .collect();
+        makers.into_iter().map(|m| m.join().unwrap()).collect()
+    })
+}
+
+/// Threads named `name` (the executor's thread name, then `-timers`, cut to 15 bytes).
+fn scheduler_threads(name: &str) -> usize {
+    thread_names().into_iter().filter(|n| n == name).count()
+}
+
+/// Workers on a runtime the user passed in that get their first timers at the same
+/// moment share the executor's one timer-scheduler thread (two threads registering
+/// timers at once each started one before).
 #[test]
 fn timers_created_at_once_on_many_workers_start_one_scheduler_thread() {
-    const WORKERS: usize = 8;
-    let scheduler_threads = || {
-        thread_names()
-            .into_iter()
-            .filter(|name| name == "many-timers-tim")
-            .count()
-    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     for round in 0..10 {
         let context = Context::default_from_env().unwrap();
         let executor = context
             .create_tokio_executor_with(
-                rclrs_tokio_executor::TokioExecutorOptions::new().thread_name("many-timers"),
+                rclrs_tokio_executor::TokioExecutorOptions::new()
+                    .thread_name("many-timers")
+                    .runtime_handle(runtime.handle().clone()),
             )
             .unwrap();
         let node = executor
             .create_node(unique("many_timers").as_str())
             .unwrap();
-        let workers: Vec<_> = (0..WORKERS).map(|_| node.create_worker(())).collect();
-        let start = Arc::new(std::sync::Barrier::new(WORKERS));
-        let timers: Vec<_> = std::thread::scope(|scope| {
-            let makers: Vec<_> = workers
-                .iter()
-                .map(|worker| {
-                    let start = Arc::clone(&start);
-                    scope.spawn(move || {
-                        start.wait();
-                        worker
-                            .create_timer_repeating(Duration::from_millis(5), |_: &mut ()| {})
-                            .unwrap()
-                    })
-                })
-                .collect();
-            makers.into_iter().map(|m| m.join().unwrap()).collect()
-        });
+        let workers: Vec<_> = (0..8).map(|_| node.create_worker(())).collect();
+        let timers = timers_created_at_once(&workers);
         // Registration happens on the Workers' own tasks: give them time to run it.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while scheduler_threads() == 0 && std::time::Instant::now() < deadline {
+        while scheduler_threads("many-timers-tim") == 0 && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(scheduler_threads(), 1, "round {round}");
+        assert_eq!(scheduler_threads("many-timers-tim"), 1, "round {round}");
         drop((timers, workers, node, context));
         drop(executor);
         assert_eq!(
-            scheduler_threads(),
+            scheduler_threads("many-timers-tim"),
             0,
             "round {round}: the thread outlived its executor"
         );
     }
+}
+
+/// On the executor's own threads each Worker drives its own timers: eight Workers'
+/// timers all fire, and no timer-scheduler thread starts (a spin with no timeout files
+/// no alarm, which is the executor's thread's other job).
+#[test]
+fn timers_of_workers_on_the_pool_start_no_scheduler_thread() {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context
+        .create_tokio_executor_with(
+            rclrs_tokio_executor::TokioExecutorOptions::new().thread_name("pool-timers"),
+        )
+        .unwrap();
+    let node = executor
+        .create_node(unique("pool_timers").as_str())
+        .unwrap();
+    let workers: Vec<_> = (0..8).map(|_| node.create_worker(())).collect();
+    let timers = timers_created_at_once(&workers);
+    let fired = Arc::new(AtomicUsize::new(0));
+    let (done, all_fired) = futures::channel::oneshot::channel::<()>();
+    let done = Arc::new(std::sync::Mutex::new(Some(done)));
+    let fired_by: Vec<_> = workers
+        .iter()
+        .map(|worker| {
+            let (fired, done) = (Arc::clone(&fired), Arc::clone(&done));
+            worker.create_timer_repeating(Duration::from_millis(2), move |_: &mut ()| {
+                // Every Worker's timer, 20 times over (about 40 ms).
+                if fired.fetch_add(1, Ordering::SeqCst) + 1 == 8 * 20 {
+                    if let Some(done) = done.lock().unwrap().take() {
+                        let _ = done.send(());
+                    }
+                }
+            })
+        })
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let errors =
+        spin_until_resolved_without_alarm(&mut executor, all_fired, Duration::from_secs(20));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(fired.load(Ordering::SeqCst) >= 8 * 20);
+    assert_eq!(
+        scheduler_threads("pool-timers-tim"),
+        0,
+        "a timer-scheduler thread runs"
+    );
+    drop((fired_by, timers, workers, node));
 }

@@ -22,8 +22,8 @@ pub(crate) struct ExecutorShared {
     pub(crate) threads: Threads,
     /// Delivers timer ticks into Worker mailboxes, and rings spin deadlines.
     pub(crate) timers: Arc<TimerScheduler>,
-    /// The dedicated Workers' own timer schedulers, each driven by its Worker's thread
-    /// (see `timer_scheduler`), for the spins' passes over every timer.
+    /// The Workers' own timer schedulers, each driven by its Worker (see
+    /// `timer_scheduler`), for the spins' passes over every timer.
     worker_timers: Mutex<Vec<Weak<TimerScheduler>>>,
     /// The Worker tasks running now.
     pub(crate) workers: WorkerList,
@@ -93,8 +93,9 @@ impl ExecutorShared {
         })
     }
 
-    /// A timer scheduler of its own for a dedicated Worker, named after its thread.
-    pub(crate) fn dedicated_worker_timers(&self, worker_id: u64) -> Arc<TimerScheduler> {
+    /// A timer scheduler of its own for a Worker, named after a dedicated Worker's
+    /// thread (should it need a thread after all: a dedicated Worker that got none).
+    pub(crate) fn worker_timers(&self, worker_id: u64) -> Arc<TimerScheduler> {
         let timers = TimerScheduler::new(&format!("{}-d{worker_id}", self.thread_name));
         let mut list = self.worker_timers.lock().unwrap();
         list.retain(|t| t.strong_count() > 0);
@@ -103,15 +104,12 @@ impl ExecutorShared {
     }
 
     /// Run `f` on every timer scheduler of the executor still in use: its own, then the
-    /// dedicated Workers' (only an executor with dedicated Workers has any, or takes
-    /// their lock).
+    /// Workers'.
     fn for_each_timers(&self, f: impl Fn(&TimerScheduler)) {
         f(&self.timers);
-        if self.dedicated.is_some() {
-            let list = self.worker_timers.lock().unwrap();
-            for timers in list.iter().filter_map(Weak::upgrade) {
-                f(&timers);
-            }
+        let list = self.worker_timers.lock().unwrap();
+        for timers in list.iter().filter_map(Weak::upgrade) {
+            f(&timers);
         }
     }
 

@@ -227,6 +227,11 @@ impl Threads {
         }
     }
 
+    /// Whether these are the executor's own threads (not a runtime the user passed in).
+    pub(crate) fn is_pool(&self) -> bool {
+        matches!(self, Self::Pool { .. })
+    }
+
     /// Whether the calling thread is one of the pool's threads.
     pub(crate) fn is_pool_thread(&self) -> bool {
         let Self::Pool { threads, .. } = self else {

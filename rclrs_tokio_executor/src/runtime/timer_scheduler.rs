@@ -1,6 +1,9 @@
-//! The timer scheduler: rcl has no push callback for timer expiry, so one thread per
-//! executor watches the deadlines of every timer and delivers a tick into the owning
-//! Worker's mailbox when one is due. An action server's goal expiry is such a timer too
+//! The timer scheduler: rcl has no push callback for timer expiry, so a scheduler
+//! watches the deadlines of timers and delivers a tick into the owning Worker's mailbox
+//! when one is due. Every Worker on the executor's threads drives a scheduler of its
+//! own (see "Workers drive their own" below); the executor's scheduler, with a thread of
+//! its own, keeps the timers of Workers on a runtime the user passed in, and the spins'
+//! deadlines. An action server's goal expiry is such a timer too
 //! (inside the server, see patch 0011): rcl_action re-arms it with a reset whenever a
 //! goal finishes, and cancels it when no finished goal is left, so an idle server costs
 //! nothing; its tick makes the Worker execute the server with `goal_expired`.
@@ -57,24 +60,29 @@
 //! The same thread keeps the executor's [`alarms`]: deadlines of
 //! timed spins, which need the same sub-millisecond precision.
 //!
-//! **Dedicated Workers drive their own.** A Worker on a thread of its own gets a
-//! scheduler of its own for its timers, with no thread: the Worker's thread adopts it
-//! ([`TimerScheduler::adopt`]) and, before each park, looks at its timers if one is due
-//! or something changed, delivering their ticks into its own mailbox, then parks until
-//! the earliest instant ([`TimerScheduler::before_park`]). Requests and resets unpark
-//! that thread instead. So a dedicated Worker's tick wakes one thread, the one that runs
-//! the callback, at its real-time priority if it has one, where a tick through the
-//! executor's scheduler wakes two. The protocol is the same, only the loop differs: one
-//! [`Looker`] does every look for both.
+//! **Workers drive their own.** Every Worker on the executor's pool or on a thread of
+//! its own gets a scheduler of its own for its timers, with no thread: the Worker adopts
+//! it and, before it waits for work, looks at its timers if one is due or something
+//! changed, delivering their ticks into its own mailbox, and says until when it may
+//! wait ([`TimerScheduler::before_park`]). A dedicated Worker's thread
+//! ([`TimerScheduler::adopt`]) then parks until that instant, and requests and resets
+//! unpark it; a pool Worker's task ([`TimerScheduler::adopt_for_task`]) waits on a
+//! timerfd armed for that instant, which Tokio's I/O driver watches beside everything
+//! else of its pool thread, and requests and resets notify the task. So a tick wakes one
+//! thread, the one that runs the callback (at its real-time priority if it has one),
+//! where a tick through a scheduler thread wakes two. The protocol is the same, only the
+//! loop differs: one [`Looker`] does every look. The executor's own scheduler thread
+//! keeps the timers of Workers on a runtime the user passed in, and the executor's
+//! alarms.
 //!
-//! Such a thread does not park while its Worker always has work (a stream it cannot
-//! keep up with), and nobody else looks at its timers. So it also looks between
+//! A Worker does not wait while it always has work (a stream it cannot keep up with),
+//! and nobody else looks at its timers. So during its turns it also looks between
 //! mailbox items and wherever a drain asks whether other items wait
 //! ([`deliver_adopted_due`], from `turn::items_waiting`): a timer that fell due during
 //! a burst is delivered then, queued behind what waits, and runs after a fair share of
-//! the burst, as the executor's scheduler thread delivers it at its deadline to a pool
-//! Worker that is busy. That check costs one thread-local read, and a clock read while
-//! one of the Worker's timers has a deadline.
+//! the burst, as a scheduler thread would deliver it at its deadline. That check costs
+//! one thread-local read, and a clock read while one of the Worker's timers has a
+//! deadline.
 //!
 //! Wake-ups use `thread::unpark`, which is sticky: a wake that lands while the thread is
 //! evaluating is not lost. Nothing here takes rclrs's clock lock, so the jump callback
@@ -96,42 +104,66 @@ use plan::{Plan, ScheduledTimer, Tick};
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::{
-    atomic::{AtomicBool, AtomicU64, Ordering},
+    atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     Arc, Mutex, OnceLock, Weak,
 };
 use std::thread::Thread;
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 thread_local! {
-    /// On a thread that adopted a scheduler (a dedicated Worker's): that scheduler, and
-    /// the looker of its looks.
-    static ADOPTED: RefCell<Option<(Arc<TimerScheduler>, Looker)>> =
-        const { RefCell::new(None) };
+    /// The scheduler of the Worker this thread runs: for good on a dedicated Worker's
+    /// thread, for the length of a turn on a pool thread ([`Driving`]).
+    static ADOPTED: RefCell<Option<Arc<TimerScheduler>>> = const { RefCell::new(None) };
 }
 
-/// On a thread that adopted a scheduler, before it parks: see
+/// On a dedicated Worker's thread, before it parks: see
 /// [`TimerScheduler::before_park`]. `None` (park until woken) elsewhere.
 pub(crate) fn before_park_adopted() -> Option<Instant> {
-    ADOPTED.with(|adopted| {
-        let mut adopted = adopted.borrow_mut();
-        let (scheduler, looker) = adopted.as_mut()?;
-        scheduler.before_park(looker)
-    })
+    ADOPTED.with(|adopted| adopted.try_borrow().ok()?.as_ref()?.before_park())
 }
 
-/// On a thread that adopted a scheduler, between callbacks: deliver the ticks of the
-/// timers that fell due (or were asked about) while the thread was busy. Nothing
-/// elsewhere.
+/// During a Worker's turn, between callbacks: deliver the ticks of its timers that fell
+/// due (or were asked about) while it was busy. Nothing on a thread that runs no Worker
+/// driving its own timers.
 pub(crate) fn deliver_adopted_due() {
     ADOPTED.with(|adopted| {
-        // A look delivers ticks into the Worker's own mailbox, which never calls back
-        // here; `try_` all the same, so a nested call can only skip a look.
-        if let Ok(mut adopted) = adopted.try_borrow_mut() {
-            if let Some((scheduler, looker)) = adopted.as_mut() {
-                let _ = scheduler.before_park(looker);
-            }
+        if let Some(scheduler) = adopted
+            .try_borrow()
+            .ok()
+            .as_deref()
+            .and_then(Option::as_ref)
+        {
+            let _ = scheduler.before_park();
         }
-    })
+    });
+}
+
+/// A pool Worker's turn: its scheduler is this thread's for [`deliver_adopted_due`]
+/// until dropped.
+pub(crate) struct Driving(());
+
+impl Driving {
+    pub(crate) fn begin(scheduler: &Arc<TimerScheduler>) -> Self {
+        ADOPTED.with(|adopted| *adopted.borrow_mut() = Some(Arc::clone(scheduler)));
+        Driving(())
+    }
+}
+
+impl Drop for Driving {
+    fn drop(&mut self) {
+        // Cleared, not restored: a turn that awaited (a loan) and found another turn of
+        // this thread in between only misses some looks until it waits again.
+        ADOPTED.with(|adopted| adopted.borrow_mut().take());
+    }
+}
+
+/// Who drives a scheduler, and how a request wakes it.
+enum Driver {
+    /// Its own thread, or a dedicated Worker's thread that adopted it: unparked.
+    Thread(Thread),
+    /// A pool Worker's task: notified (a permit is kept if the task is not waiting).
+    Task(Arc<Notify>),
 }
 
 /// Identifies a timer: the address of its entity.
@@ -180,7 +212,11 @@ pub(crate) struct TimerScheduler {
     /// wait for an evaluation).
     asked: Mutex<HashSet<TimerKey>>,
     alarms: Alarms,
-    thread: OnceLock<Thread>,
+    driver: OnceLock<Driver>,
+    /// The looks of an adopting Worker (a thread of its own keeps its own looker).
+    looker: Mutex<Looker>,
+    /// Timers scheduled now.
+    timer_count: AtomicUsize,
     /// Held while the thread is started, so two Workers adding their first timers at
     /// once start one thread, not two.
     starting: Mutex<()>,
@@ -204,7 +240,9 @@ impl TimerScheduler {
             state: Mutex::new(State::default()),
             asked: Mutex::default(),
             alarms: Alarms::default(),
-            thread: OnceLock::new(),
+            driver: OnceLock::new(),
+            looker: Mutex::default(),
+            timer_count: AtomicUsize::new(0),
             starting: Mutex::default(),
             thread_name: format!("{executor_thread_name}-timers"),
             running: JoinList::default(),
@@ -253,8 +291,10 @@ impl TimerScheduler {
     }
 
     fn unpark(&self) {
-        if let Some(thread) = self.thread.get() {
-            thread.unpark();
+        match self.driver.get() {
+            Some(Driver::Thread(thread)) => thread.unpark(),
+            Some(Driver::Task(notify)) => notify.notify_one(),
+            None => {}
         }
     }
 
@@ -274,18 +314,38 @@ impl TimerScheduler {
     /// look. Called before any timer is added.
     pub(crate) fn adopt(self: &Arc<Self>) {
         let _starting = self.starting.lock().unwrap();
-        if self.thread.set(std::thread::current()).is_ok() {
+        if self
+            .driver
+            .set(Driver::Thread(std::thread::current()))
+            .is_ok()
+        {
             crate::ffi::set_precise_timer_slack();
-            ADOPTED.with(|adopted| {
-                *adopted.borrow_mut() = Some((Arc::clone(self), Looker::default()));
-            });
+            ADOPTED.with(|adopted| *adopted.borrow_mut() = Some(Arc::clone(self)));
         }
     }
 
-    /// On the adopting thread: look at the timers if something changed or one is due,
-    /// deliver their ticks, and say until when the thread may sleep (`None`: until
-    /// unparked). Reads the clock only while a timer has a deadline.
-    fn before_park(&self, looker: &mut Looker) -> Option<Instant> {
+    /// Let a pool Worker's task drive this scheduler: it calls
+    /// [`before_park`](Self::before_park) before it waits for work, and waits at most
+    /// until the instant that returns, or until the returned `Notify` says a timer
+    /// needs a look. Called before any timer is added.
+    pub(crate) fn adopt_for_task(&self) -> Option<Arc<Notify>> {
+        let _starting = self.starting.lock().unwrap();
+        let notify = Arc::new(Notify::new());
+        self.driver
+            .set(Driver::Task(Arc::clone(&notify)))
+            .is_ok()
+            .then_some(notify)
+    }
+
+    /// Whether any timer is scheduled here.
+    pub(crate) fn has_timers(&self) -> bool {
+        self.timer_count.load(Ordering::Acquire) > 0
+    }
+
+    /// For the Worker that adopted this scheduler: look at the timers if something
+    /// changed or one is due, deliver their ticks, and say until when it may wait
+    /// (`None`: until woken). Reads the clock only while a timer has a deadline.
+    pub(crate) fn before_park(&self) -> Option<Instant> {
         loop {
             if !self.dirty.load(Ordering::SeqCst) {
                 let planned = self.planned_ns.load(Ordering::SeqCst);
@@ -297,6 +357,10 @@ impl TimerScheduler {
                     return Some(at);
                 }
             }
+            // Only the adopting Worker looks here; a nested call skips its look.
+            let Ok(mut looker) = self.looker.try_lock() else {
+                return None;
+            };
             match looker.look(self) {
                 Look::Stopped => return None,
                 Look::Again => continue,
@@ -306,11 +370,11 @@ impl TimerScheduler {
     }
 
     fn ensure_thread(self: &Arc<Self>) {
-        if self.thread.get().is_some() {
+        if self.driver.get().is_some() {
             return;
         }
         let _starting = self.starting.lock().unwrap();
-        if self.thread.get().is_some() {
+        if self.driver.get().is_some() {
             return;
         }
         let weak = Arc::downgrade(self);
@@ -319,7 +383,7 @@ impl TimerScheduler {
             .spawn(move || run(weak));
         match spawned {
             Ok(handle) => {
-                let _ = self.thread.set(handle.thread().clone());
+                let _ = self.driver.set(Driver::Thread(handle.thread().clone()));
                 keep_for_join(&self.running, handle);
             }
             Err(err) => rclrs::log_error!(
@@ -343,6 +407,7 @@ impl TimerScheduler {
             ScheduledTimer::new(timer, Arc::downgrade(entity), mailbox, sim_time, slack.ns());
         let key = key(entity);
         self.state.lock().unwrap().plan.insert(key, timer);
+        self.timer_count.fetch_add(1, Ordering::AcqRel);
         self.look_at(key);
     }
 
@@ -387,7 +452,9 @@ impl TimerScheduler {
 
     /// Forget a timer. Once this returns the thread no longer touches its `rcl_timer_t`.
     pub(crate) fn remove(&self, entity: &Entity) {
-        self.state.lock().unwrap().plan.forget(key(entity));
+        if self.state.lock().unwrap().plan.forget(key(entity)) {
+            self.timer_count.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     pub(crate) fn stop(&self) {

@@ -34,6 +34,7 @@ mod drain;
 mod linger;
 mod registration;
 mod stage_trace;
+mod timer_wake;
 
 use crate::runtime::{
     async_tasks::InlineScope,
@@ -55,6 +56,7 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
+use timer_wake::{wait_for_timers, TimerWake};
 use tokio::sync::{mpsc, oneshot};
 
 /// How many mailbox items a Worker runs before yielding to other tasks (it also yields
@@ -91,9 +93,12 @@ pub(crate) struct WorkerTask {
     /// The rclrs Worker is gone: end once no entity is in use.
     orphaned: bool,
     linger: LingerState,
-    /// The timer scheduler of this Worker's timers: the executor's, or for a dedicated
-    /// Worker one of its own, which its thread drives (see `timer_scheduler`).
+    /// The timer scheduler of this Worker's timers: one of its own, which the Worker
+    /// drives (its thread, or on the pool this task through `timer_wake`), or the
+    /// executor's (see `timer_scheduler`).
     timers: Arc<TimerScheduler>,
+    /// On the pool: how this task waits for its own timers.
+    timer_wake: Option<TimerWake>,
     fallback: Option<FallbackWaiter>,
     /// Where the task runs on the pool (`None` on a user's runtime or its own thread).
     home: Option<Home>,
@@ -128,9 +133,18 @@ impl WorkerTask {
             .as_ref()
             .filter(|d| guard_condition.is_some() && d.applies_to(&*payload))
             .cloned();
-        let timers = match &dedicated {
-            Some(_) => shared.dedicated_worker_timers(counters.id),
-            None => Arc::clone(&shared.timers),
+        let (timers, timer_wake) = match &dedicated {
+            Some(_) => (shared.worker_timers(counters.id), None),
+            // A gated Worker on the pool drives its own timers too, unless it has no
+            // timerfd (then the executor's scheduler thread does).
+            None if guard_condition.is_some() && shared.threads.is_pool() => {
+                let own = shared.worker_timers(counters.id);
+                match TimerWake::new(&own) {
+                    Some(wake) => (own, Some(wake)),
+                    None => (Arc::clone(&shared.timers), None),
+                }
+            }
+            None => (Arc::clone(&shared.timers), None),
         };
         let task = Self {
             shared: Arc::clone(&shared),
@@ -152,6 +166,7 @@ impl WorkerTask {
             orphaned: false,
             linger: LingerState::new(shared.linger),
             timers: Arc::clone(&timers),
+            timer_wake,
             fallback: None,
             home: None,
             next_placement_check: None,
@@ -200,6 +215,9 @@ impl WorkerTask {
                 if let Some(target) = task.run().await {
                     // Nothing is in flight between turns: leave this thread's count,
                     // then start again on the other thread, mailbox and all.
+                    if let Some(wake) = task.timer_wake.as_mut() {
+                        wake.unbind();
+                    }
                     task.home = None;
                     task.counters.set_home_thread(None);
                     task.spawn_on_pool(Some(target));
@@ -247,25 +265,32 @@ impl WorkerTask {
             let pass = self.pass;
             let first = match self.stash.take() {
                 Some(item) => item,
-                // The mailbox first: a Worker woken for an item then takes it without
-                // polling its control channel too (the loop's top has just emptied that;
-                // what reaches it since waits one batch, as if sent a moment later).
-                None => tokio::select! {
-                    biased;
-                    item = self.mailbox.recv() => match item {
-                        Some(item) => item,
-                        None => return None,
-                    },
-                    control = self.control.recv() => {
-                        match control {
-                            Some(control) => if self.handle_control(control) { return None },
+                None => {
+                    // The Worker's own timers that are due go into the mailbox first.
+                    let look_again = self.timer_wake.as_ref().and_then(TimerWake::prepare);
+                    // The mailbox first: a Worker woken for an item then takes it
+                    // without polling its control channel too (the loop's top has just
+                    // emptied that; what reaches it since waits one batch, as if sent a
+                    // moment later).
+                    tokio::select! {
+                        biased;
+                        item = self.mailbox.recv() => match item {
+                            Some(item) => item,
                             None => return None,
+                        },
+                        control = self.control.recv() => {
+                            match control {
+                                Some(control) => if self.handle_control(control) { return None },
+                                None => return None,
+                            }
+                            continue;
                         }
-                        continue;
+                        // Deferred entities go back into the mailbox when a new pass
+                        // begins.
+                        _ = shared.gate.opened_after(pass), if waiting_for_pass => continue,
+                        _ = wait_for_timers(self.timer_wake.as_mut(), look_again) => continue,
                     }
-                    // Deferred entities go back into the mailbox when a new pass begins.
-                    _ = shared.gate.opened_after(pass), if waiting_for_pass => continue,
-                },
+                }
             };
             let streaming = self.linger.streaming();
             let budget_used = self.run_batch(first).await;
@@ -318,6 +343,10 @@ impl WorkerTask {
             shares_thread,
             self.gated.then(|| Arc::clone(&shared)),
         );
+        let _driving = self
+            .timer_wake
+            .is_some()
+            .then(|| timer_scheduler::Driving::begin(&self.timers));
         while let Some(item) = next.take() {
             let flight = if self.gated {
                 let Some(flight) = shared.gate.try_enter() else {
@@ -354,8 +383,8 @@ impl WorkerTask {
             if ran == MAILBOX_BUDGET || turn.exhausted() {
                 break;
             }
-            // A dedicated Worker's timers that fell due meanwhile queue up behind what
-            // waits (see `timer_scheduler`).
+            // The Worker's own timers that fell due meanwhile queue up behind what waits
+            // (see `timer_scheduler`).
             timer_scheduler::deliver_adopted_due();
             next = self.mailbox.try_recv();
         }
@@ -493,8 +522,8 @@ impl Drop for WorkerTask {
             entity.teardown();
         }
         self.fallback = None;
-        // A dedicated Worker's own scheduler ends with it (its thread, if it had to
-        // start one because the Worker got no thread of its own, with it).
+        // A Worker's own scheduler ends with it (its thread, if it had to start one
+        // because the Worker got no thread of its own, with it).
         if !Arc::ptr_eq(&self.timers, &self.shared.timers) {
             self.timers.stop();
         }

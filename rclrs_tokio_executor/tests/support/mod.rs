@@ -191,6 +191,27 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 
 /// Spin for `duration`; nothing but the timeout may be reported.
 #[track_caller]
+/// Spin until `done` resolves, for at most `limit`, with a bound that files no alarm:
+/// a timed spin's deadline is rung by the executor's timer-scheduler thread, which a
+/// test of which threads run must not start. Returns what the spin reported.
+pub fn spin_until_resolved_without_alarm(
+    executor: &mut Executor,
+    done: rclrs::Promise<()>,
+    limit: Duration,
+) -> Vec<RclrsError> {
+    let commands = Arc::clone(executor.commands());
+    let (finished, give_up) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if give_up.recv_timeout(limit).is_err() {
+            commands.halt_spinning();
+        }
+    });
+    let errors = executor.spin(SpinOptions::default().until_promise_resolved(done));
+    let _ = finished.send(());
+    guard.join().unwrap();
+    errors
+}
+
 pub fn spin_for(executor: &mut Executor, duration: Duration) {
     let errors = executor.spin(SpinOptions::default().timeout(duration));
     assert!(

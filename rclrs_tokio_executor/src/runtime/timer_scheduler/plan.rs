@@ -94,13 +94,16 @@ impl Plan {
         self.timers.insert(key, timer);
     }
 
-    /// Stop watching a timer: no later look touches its `rcl_timer_t`.
-    pub(super) fn forget(&mut self, key: TimerKey) {
-        if let Some(timer) = self.timers.remove(&key) {
-            if let Some(at) = timer.planned {
-                self.queue.remove(&(at, key));
-            }
+    /// Stop watching a timer: no later look touches its `rcl_timer_t`. False if it was
+    /// not watched here.
+    pub(super) fn forget(&mut self, key: TimerKey) -> bool {
+        let Some(timer) = self.timers.remove(&key) else {
+            return false;
+        };
+        if let Some(at) = timer.planned {
+            self.queue.remove(&(at, key));
         }
+        true
     }
 
     pub(super) fn get_mut(&mut self, key: TimerKey) -> Option<&mut ScheduledTimer> {
