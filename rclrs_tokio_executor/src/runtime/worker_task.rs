@@ -135,8 +135,7 @@ impl WorkerTask {
             .cloned();
         let (timers, timer_wake) = match &dedicated {
             Some(_) => (shared.worker_timers(counters.id), None),
-            // A gated Worker on the pool drives its own timers too, unless it has no
-            // timerfd (then the executor's scheduler thread does).
+            // A gated Worker on the pool drives its own timers too (see `timer_wake`).
             None if guard_condition.is_some() && shared.threads.is_pool() => {
                 let own = shared.worker_timers(counters.id);
                 match TimerWake::new(&own) {

@@ -9,11 +9,12 @@
 //! driver, so the thread sleeps in one `epoll_wait` for both, and a tick wakes only this
 //! thread, with the kernel's precision rather than Tokio's 1 ms timer wheel.
 //!
-//! The timerfd is armed only when the instant changes, and registered with the runtime
-//! of the thread the task runs on: a task that moves to another pool thread
+//! The timerfd is opened when the Worker first waits for a deadline (a Worker without
+//! timers holds no descriptor), armed only when the instant changes, and registered with
+//! the runtime of the thread the task runs on: a task that moves to another pool thread
 //! (`follow_load`) gives the registration up first ([`TimerWake::unbind`]) and makes it
-//! again there. Should the registration fail, the task falls back to Tokio's timer,
-//! late by up to a millisecond, and says so once.
+//! again there. Should opening or registering it fail, the task falls back to Tokio's
+//! timer, late by up to a millisecond, and says so once.
 
 use crate::ffi::{self, TimerFd};
 use crate::runtime::timer_scheduler::TimerScheduler;
@@ -33,6 +34,8 @@ pub(crate) struct TimerWake {
 }
 
 enum Registration {
+    /// Not opened yet.
+    Unopened,
     /// Not registered with the current thread's runtime yet.
     Unbound(TimerFd),
     Bound(AsyncFd<TimerFd>),
@@ -42,15 +45,13 @@ enum Registration {
 
 impl TimerWake {
     /// Adopt `scheduler` (before any timer is added to it) for a pool Worker's task.
-    /// `None` if no timerfd can be had or the scheduler is driven already: the Worker
-    /// then leaves its timers to a scheduler thread.
+    /// `None` if the scheduler is driven already.
     pub(crate) fn new(scheduler: &Arc<TimerScheduler>) -> Option<Self> {
-        let fd = TimerFd::new().ok()?;
         let notify = scheduler.adopt_for_task()?;
         Some(Self {
             scheduler: Arc::clone(scheduler),
             notify,
-            fd: Registration::Unbound(fd),
+            fd: Registration::Unopened,
             armed: None,
         })
     }
@@ -70,17 +71,24 @@ impl TimerWake {
         };
     }
 
-    /// Register the timerfd with the current thread's runtime, if it is not yet.
+    /// Open the timerfd and register it with the current thread's runtime, if that is
+    /// not done yet.
     fn bind(&mut self) {
-        if !matches!(self.fd, Registration::Unbound(_)) {
-            return;
-        }
-        if let Registration::Unbound(fd) = std::mem::replace(&mut self.fd, Registration::Coarse) {
-            self.armed = None;
-            match ffi::register_timer_fd(fd) {
-                Ok(fd) => self.fd = Registration::Bound(fd),
-                Err(err) => coarse_fallback(&err),
+        let fd = match std::mem::replace(&mut self.fd, Registration::Coarse) {
+            Registration::Unopened => match TimerFd::new() {
+                Ok(fd) => fd,
+                Err(err) => return coarse_fallback(&err),
+            },
+            Registration::Unbound(fd) => fd,
+            bound_or_coarse => {
+                self.fd = bound_or_coarse;
+                return;
             }
+        };
+        self.armed = None;
+        match ffi::register_timer_fd(fd) {
+            Ok(fd) => self.fd = Registration::Bound(fd),
+            Err(err) => coarse_fallback(&err),
         }
     }
 
@@ -99,16 +107,26 @@ impl TimerWake {
                 self.armed = Some(at);
             }
         }
-        match &self.fd {
-            Registration::Bound(fd) => {
-                if let Ok(mut ready) = fd.readable().await {
+        let failed = match &self.fd {
+            Registration::Bound(fd) => match fd.readable().await {
+                Ok(mut ready) => {
                     if fd.get_ref().clear() {
                         self.armed = None;
                     }
                     ready.clear_ready();
+                    false
                 }
+                // The driver is gone (the runtime shuts down, and the task with it):
+                // never ready again, so Tokio's timer until the end, unannounced.
+                Err(_) => true,
+            },
+            _ => {
+                tokio::time::sleep_until(at.into()).await;
+                false
             }
-            _ => tokio::time::sleep_until(at.into()).await,
+        };
+        if failed {
+            self.fd = Registration::Coarse;
         }
     }
 }
