@@ -23,13 +23,16 @@
 //! every entity deregisters its push callback before its Waitable is dropped, then the
 //! task leaves the executor's list of Workers.
 //!
-//! Submodules: [`registration`] (how a new Waitable is taken in), [`drain`] (how an
+//! Submodules: [`control`] (what the control channel asks for, and when the task is
+//! done), [`registration`] (how a new Waitable is taken in), [`drain`] (how an
 //! entity's arrivals are executed), [`activity`] (the listeners told after every
 //! callback), [`linger`] (the nap after a backlog, and the brief watch of the mailbox
-//! under a sustained stream) and
-//! [`stage_trace`] (timestamps of a drain while stage tracing is on).
+//! under a sustained stream), [`timer_wake`] (how a pool Worker waits for its own
+//! timers' deadlines) and [`stage_trace`] (timestamps of a drain while stage tracing is
+//! on).
 
 mod activity;
+mod control;
 mod drain;
 mod linger;
 mod registration;
@@ -51,7 +54,7 @@ use crate::runtime::{
 };
 use crate::stats::worker_counters::WorkerCounters;
 use linger::LingerState;
-use rclrs::{log_error, Context, GuardCondition, RclPrimitiveKind, WeakActivityListener};
+use rclrs::{log_error, Context, GuardCondition, WeakActivityListener};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -448,60 +451,6 @@ impl WorkerTask {
         if let Some(payload) = self.payload.as_deref_mut() {
             activity::notify(&mut self.listeners, payload);
         }
-    }
-
-    /// Returns true when the task must end.
-    fn handle_control(&mut self, control: Control) -> bool {
-        match control {
-            Control::Add(waitable) => self.add(waitable),
-            Control::Listen(listener) => self.listeners.push(listener),
-            Control::Sweep => self.sweep(),
-            Control::WorkerDropped => {
-                self.orphaned = true;
-                self.sweep();
-            }
-            Control::Shutdown => return true,
-        }
-        self.is_done()
-    }
-
-    /// The rclrs Worker is gone, nothing of it is in use any more (its own guard
-    /// condition aside, which this task itself holds) and nothing it was sent waits.
-    fn is_done(&self) -> bool {
-        self.orphaned
-            && self.stash.is_none()
-            && self.mailbox.is_empty()
-            && self
-                .entities
-                .iter()
-                .all(|e| e.kind == RclPrimitiveKind::GuardCondition)
-    }
-
-    /// Tear down every entity the user has dropped.
-    fn sweep(&mut self) {
-        let mut dead = Vec::new();
-        self.entities.retain(|entity| {
-            let alive = entity.in_use();
-            if !alive {
-                dead.push(Arc::clone(entity));
-            }
-            alive
-        });
-        for entity in dead {
-            entity.teardown();
-        }
-        self.list_entities();
-    }
-
-    /// Tell users which entities this Worker serves.
-    pub(super) fn list_entities(&self) {
-        let names = self
-            .entities
-            .iter()
-            .filter(|e| e.kind != RclPrimitiveKind::GuardCondition)
-            .map(|e| e.name.clone())
-            .collect();
-        self.counters.set_entities(names);
     }
 }
 
