@@ -66,12 +66,12 @@
 //! Timers keep kernel-precise deadlines (not Tokio's 1 ms timer wheel): each Worker
 //! watches its own timers and wakes at their deadlines itself, on a timerfd beside
 //! everything else its pool thread waits for (on its own thread, a dedicated Worker
-//! parks until then), so a tick wakes only the thread that runs the callback; a tick goes
-//! into the Worker's mailbox like any event, at most one pending per timer. Under `use_sim_time`, ROS-time timers are driven by
-//! `/clock` through rcl clock jump callbacks: every due fire happens at any simulation
-//! speed, a paused clock costs no CPU, and backward jumps follow rcl's rules. `/clock`
-//! itself is served on a task of its own, so a Worker stuck in a long callback cannot
-//! stop time. [`sleep_until`] and [`sleep_for`] sleep in ROS time inside async code.
+//! parks until then), so a tick wakes only the thread that runs the callback; a tick
+//! goes into the Worker's mailbox like any event, at most one pending per timer. Under
+//! `use_sim_time`, ROS-time timers are driven by `/clock` through rcl clock jump
+//! callbacks: every due fire happens at any simulation speed, a paused clock costs no
+//! CPU, and backward jumps follow rcl's rules. `/clock` itself is served on a task of
+//! its own, so a Worker stuck in a long callback cannot stop time. [`sleep_until`] and [`sleep_for`] sleep in ROS time inside async code.
 //!
 //! Callbacks run on Tokio threads, so they may use the Tokio ecosystem (spawn, timers,
 //! I/O). Inside async code, `spin_async().await` spins without blocking. The blocking

@@ -65,7 +65,7 @@ fn recent_threads(workers: &[Watched], n: usize) -> Vec<HashSet<String>> {
 
 /// Publish 0, 1, 2, ... on `topic` about 2,000 times a second, once both Workers'
 /// subscriptions matched, until the flag returned is set.
-fn stream(node: &Node, topic: &str) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+fn stream(node: &Node, topic: &str) -> (Arc<AtomicBool>, std::thread::JoinHandle<usize>) {
     let publisher = node.create_publisher::<Int32>(topic.keep_all()).unwrap();
     wait_matched(&publisher, 2);
     let stop = Arc::new(AtomicBool::new(false));

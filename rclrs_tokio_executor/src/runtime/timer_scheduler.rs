@@ -215,7 +215,7 @@ pub(crate) struct TimerScheduler {
     asked: Mutex<HashSet<TimerKey>>,
     alarms: Alarms,
     driver: OnceLock<Driver>,
-    /// The looks of an adopting Worker (a thread of its own keeps its own looker).
+    /// The scratch of its looks, whoever drives it (only the driver looks).
     looker: Mutex<Looker>,
     /// Timers scheduled now.
     timer_count: AtomicUsize,
@@ -359,7 +359,7 @@ impl TimerScheduler {
                     return Some(at);
                 }
             }
-            // Only the adopting Worker looks here; a nested call skips its look.
+            // Only the driver looks; a nested call skips its look.
             let Ok(mut looker) = self.looker.try_lock() else {
                 return None;
             };
@@ -474,12 +474,11 @@ impl TimerScheduler {
 /// The scheduler's own thread: look, then sleep until the next instant or a wake.
 fn run(scheduler: Weak<TimerScheduler>) {
     crate::ffi::set_precise_timer_slack();
-    let mut looker = Looker::default();
     loop {
         let Some(this) = scheduler.upgrade() else {
             return;
         };
-        let next = match looker.look(&this) {
+        let next = match this.looker.lock().unwrap().look(&this) {
             Look::Stopped => return,
             Look::Again => continue,
             Look::Sleep(next) => next,

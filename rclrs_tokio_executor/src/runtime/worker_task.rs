@@ -345,9 +345,11 @@ impl WorkerTask {
             shares_thread,
             self.gated.then(|| Arc::clone(&shared)),
         );
+        // Its own timers, if it has any, are looked at during the turn too.
         let _driving = self
             .timer_wake
-            .is_some()
+            .as_ref()
+            .is_some_and(TimerWake::has_timers)
             .then(|| timer_scheduler::Driving::begin(&self.timers));
         while let Some(item) = next.take() {
             let flight = if self.gated {

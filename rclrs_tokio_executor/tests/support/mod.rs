@@ -167,12 +167,12 @@ pub fn follow_load_executor(context: &Context, name: &str) -> Executor {
 }
 
 /// Publish 0, 1, 2, ... on `publisher` until `stop` is set, `pause` apart (as fast as
-/// possible with no pause).
+/// possible with no pause). The thread returns how many it published.
 pub fn publish_until(
     publisher: Publisher<Int32>,
     stop: &Arc<AtomicBool>,
     pause: Option<Duration>,
-) -> JoinHandle<()> {
+) -> JoinHandle<usize> {
     let stop = Arc::clone(stop);
     std::thread::spawn(move || {
         let mut data = 0;
@@ -183,14 +183,13 @@ pub fn publish_until(
                 std::thread::sleep(pause);
             }
         }
+        data as usize
     })
 }
 
 /// A generous bound for anything that should take milliseconds.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
-/// Spin for `duration`; nothing but the timeout may be reported.
-#[track_caller]
 /// Spin until `done` resolves, for at most `limit`, with a bound that files no alarm:
 /// a timed spin's deadline is rung by the executor's timer-scheduler thread, which a
 /// test of which threads run must not start. Returns what the spin reported.
@@ -212,6 +211,8 @@ pub fn spin_until_resolved_without_alarm(
     errors
 }
 
+/// Spin for `duration`; nothing but the timeout may be reported.
+#[track_caller]
 pub fn spin_for(executor: &mut Executor, duration: Duration) {
     let errors = executor.spin(SpinOptions::default().timeout(duration));
     assert!(

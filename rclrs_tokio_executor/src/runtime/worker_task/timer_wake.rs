@@ -56,9 +56,17 @@ impl TimerWake {
         })
     }
 
+    /// Whether the Worker has timers (a Worker without any never looks).
+    pub(crate) fn has_timers(&self) -> bool {
+        self.scheduler.has_timers()
+    }
+
     /// Look at the Worker's timers (see `TimerScheduler::before_park`): until when the
     /// task may wait for work, if a timer has a deadline.
     pub(crate) fn prepare(&self) -> Option<Instant> {
+        if !self.has_timers() {
+            return None;
+        }
         self.scheduler.before_park()
     }
 
@@ -134,7 +142,7 @@ impl TimerWake {
 /// Wait until the Worker's timers need a look: the instant `at`, or a request. Never,
 /// without a `TimerWake` or a timer.
 pub(crate) async fn wait_for_timers(wake: Option<&mut TimerWake>, at: Option<Instant>) {
-    let Some(wake) = wake.filter(|wake| wake.scheduler.has_timers()) else {
+    let Some(wake) = wake.filter(|wake| wake.has_timers()) else {
         return pending().await;
     };
     let notify = Arc::clone(&wake.notify);
