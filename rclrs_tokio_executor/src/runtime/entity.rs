@@ -111,6 +111,9 @@ pub(crate) struct Entity {
     sweep: AtomicBool,
     /// While stage tracing: when the push callback queued the entity (`now_ns`).
     notified_ns: AtomicU64,
+    /// For a Worker's guard condition: set while it is queued only by the triggers rcl
+    /// held from before its registration ([`Entity::quiet_registration_report`]).
+    quiet_report: AtomicBool,
     /// Taken out (and so dropped) on teardown, after `registration` and `timer`.
     pub(crate) waitable: Mutex<Option<Waitable>>,
     registration: Mutex<Option<OnReadyHandle>>,
@@ -172,6 +175,7 @@ impl Entity {
             panicked: AtomicBool::new(false),
             sweep: AtomicBool::new(false),
             notified_ns: AtomicU64::new(0),
+            quiet_report: AtomicBool::new(false),
             waitable: Mutex::new(Some(waitable)),
             registration: Mutex::new(None),
             timer: Mutex::new(None),
@@ -210,6 +214,25 @@ impl Entity {
             self.request_sweep(mailbox);
         }
         Ok(pushed)
+    }
+
+    /// Call right after registering a Worker's guard condition: if what rclrs reported
+    /// from inside the registration queued it, those triggers came from entities added
+    /// to the Worker before its task registered anything, and each add announced itself
+    /// as new work already (`ExecutorShared::note_entities_changed`, which the next spin
+    /// consumes, as the basic executor's next wait consumes the trigger). Their drain,
+    /// which may fall in a later spin, is then no unit of work of its own
+    /// ([`Entity::trigger_is_new_work`]).
+    pub(crate) fn quiet_registration_report(&self) {
+        if self.arrivals.is_queued() {
+            self.quiet_report.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// For a guard condition about to be drained: whether its triggers are new work
+    /// for the spin (false once after a quiet registration report).
+    pub(crate) fn trigger_is_new_work(&self) -> bool {
+        !self.quiet_report.swap(false, Ordering::Relaxed)
     }
 
     /// The parts rclrs executes separately, in the order of [`Claims`].

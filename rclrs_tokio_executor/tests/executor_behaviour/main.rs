@@ -129,6 +129,10 @@ macro_rules! suite {
                 super::spin_once_timeout_and_halt_return_as_specified(MAKE)
             }
             #[test]
+            fn a_spin_once_after_the_one_that_saw_new_entities_waits_for_work() {
+                super::a_spin_once_after_the_one_that_saw_new_entities_waits_for_work(MAKE)
+            }
+            #[test]
             fn spin_until_a_promise_resolves() {
                 super::spin_until_a_promise_resolves(MAKE)
             }

@@ -64,6 +64,45 @@ pub(crate) fn spin_once_timeout_and_halt_return_as_specified(make: MakeExecutor)
     assert_eq!(ran.try_recv().unwrap(), Some(()));
 }
 
+/// Entities added between spins are the unit of work of the next `spin_once` (the
+/// basic executor's wait sets wake on the guard conditions that announced them), and
+/// that spin consumes them: the `spin_once` after it finds nothing and waits out its
+/// timeout. Each round adds a Worker with a subscription nobody publishes to, so the
+/// announcement races with the first spin's end every time.
+pub(crate) fn a_spin_once_after_the_one_that_saw_new_entities_waits_for_work(make: MakeExecutor) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("once_after_new").as_str())
+        .unwrap();
+    let topic = unique("once_after_new_topic");
+    let heard = Arc::new(AtomicUsize::new(0));
+    let mut kept = Vec::new();
+    let wait = Duration::from_millis(40);
+    for round in 0..12 {
+        let worker = node.create_worker(());
+        let heard = Arc::clone(&heard);
+        let subscription = worker
+            .create_subscription::<Int32, _>(topic.as_str(), move |_: &mut (), _: Int32| {
+                heard.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        kept.push((worker, subscription));
+        // The basic executor's idle wait sets wait out the timeout here; the Tokio
+        // executor returns at once.
+        let _ = executor.spin(SpinOptions::spin_once().timeout(wait));
+        let start = Instant::now();
+        let _ = executor.spin(SpinOptions::spin_once().timeout(wait));
+        let took = start.elapsed();
+        assert!(
+            took >= wait,
+            "round {round}: a spin_once with nothing to do returned after {took:?}, \
+             before its {wait:?} timeout"
+        );
+    }
+    assert_eq!(heard.load(Ordering::SeqCst), 0);
+}
+
 /// How a callback ends the spin it runs in.
 #[derive(Clone, Copy)]
 enum EndFromInside {

@@ -67,12 +67,14 @@ const NAP_AT: usize = 4;
 
 impl WorkerTask {
     /// Execute an entity once per claimed arrival (once in a single pass), stopping when
-    /// rmw has nothing left. True if a callback ran. `picked_up`: when the Worker picked
-    /// the item up (for stage tracing).
+    /// rmw has nothing left. True if a callback ran, or a guard condition's triggers were
+    /// new work (see [`Entity::trigger_is_new_work`]). `picked_up`: when the Worker
+    /// picked the item up (for stage tracing).
     pub(super) fn drain(&mut self, entity: &Arc<Entity>, picked_up: Instant) -> bool {
         if entity.kind == RclPrimitiveKind::GuardCondition {
+            let new_work = entity.trigger_is_new_work();
             self.run_guard_condition(entity);
-            return true;
+            return new_work;
         }
         let single_pass = self.gated && self.shared.gate.is_single_pass();
         if single_pass && !entity.first_run_in(self.shared.gate.pass()) {

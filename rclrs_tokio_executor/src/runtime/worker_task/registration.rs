@@ -72,6 +72,9 @@ impl WorkerTask {
                 false
             }
         };
+        if pushed && kind == RclPrimitiveKind::GuardCondition {
+            entity.quiet_registration_report();
+        }
         // An action server's finished goals expire on a timer inside it (patch 0011).
         let expiry = pushed && kind == RclPrimitiveKind::ActionServer;
         let expiry_scheduled = !expiry || self.schedule_timer(&entity);
