@@ -71,7 +71,8 @@
 //! `use_sim_time`, ROS-time timers are driven by `/clock` through rcl clock jump
 //! callbacks: every due fire happens at any simulation speed, a paused clock costs no
 //! CPU, and backward jumps follow rcl's rules. `/clock` itself is served on a task of
-//! its own, so a Worker stuck in a long callback cannot stop time. [`sleep_until`] and [`sleep_for`] sleep in ROS time inside async code.
+//! its own, so a Worker stuck in a long callback cannot stop time. [`sleep_until`] and
+//! [`sleep_for`] sleep in ROS time inside async code.
 //!
 //! Callbacks run on Tokio threads, so they may use the Tokio ecosystem (spawn, timers,
 //! I/O). Inside async code, `spin_async().await` spins without blocking. The blocking
