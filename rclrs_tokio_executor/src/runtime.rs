@@ -17,7 +17,8 @@
 //!   only after the callbacks in flight finish; single passes for `spin_once`.
 //! - [`spin`]: one `spin()` call and its stop conditions.
 //! - [`async_tasks`]: the futures rclrs hands over, gated the same way, with an inline
-//!   first poll so node-level callbacks do not spawn a task per message.
+//!   first poll so node-level callbacks do not spawn a task per message, and a waker
+//!   that lets go of the runtime once its task is gone.
 //! - [`fallback_waiter`]: an rcl wait set, on its own thread, for primitives that have
 //!   no push path; it borrows the Worker's payload through the mailbox.
 //! - [`timer_scheduler`]: one thread that watches every timer's deadline (wall clock, or
@@ -30,7 +31,8 @@
 //! - [`panics`]: how a contained panic is reported.
 //! - [`signals`]: SIGINT and SIGTERM ending spins, for executors that opt in.
 //! - [`threads`]: where tasks run: a pool of single-threaded Tokio runtimes, one Worker
-//!   task on exactly one of them at a time, or a runtime the user hands in.
+//!   task on exactly one of them at a time, or a runtime the user hands in; their
+//!   handles are given up when the executor drops.
 //! - [`placement`]: with `follow_load`, Worker tasks moving between the pool's threads:
 //!   light ones gather on one thread, a saturated thread hands one to an idler thread.
 //! - [`dedicated_thread`]: a Worker on an OS thread of its own (sync mode), parked on a

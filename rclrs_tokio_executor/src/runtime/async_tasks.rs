@@ -17,6 +17,12 @@
 //! unit of work a `spin_once` ends on, though: the basic executor runs tasks beside its
 //! wait set, and only what the wait set finds ready ends a `spin_once` (with nothing
 //! else ready, it waits out its timeout and reports it).
+//!
+//! A spawned task polls its future through a [`waker_slot`], so that a waker the future
+//! left where it waited cannot keep the runtime (and its descriptors) alive after the
+//! task is gone.
+
+mod waker_slot;
 
 use crate::runtime::{entity::Entity, hand_over, panics::log_panic, shared::ExecutorShared};
 use futures::future::BoxFuture;
@@ -25,6 +31,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use waker_slot::WakerSlot;
 
 /// Gated tasks spawned, and those polled for the first time (or dropped unpolled).
 #[derive(Default)]
@@ -89,6 +96,7 @@ pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'sta
     let mut unpolled = Some(Unpolled::new(&shared.tasks));
     shared.threads.spawn(async move {
         let shared = gated_shared;
+        let (slot, _release) = WakerSlot::new();
         loop {
             shared.gate.opened().await;
             let finished = std::future::poll_fn(|cx| {
@@ -98,7 +106,8 @@ pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'sta
                     // The gate closed since we woke: wait for it to open again.
                     None => Poll::Ready(false),
                     Some(flight) => {
-                        let poll = poll_contained(&mut task, cx, &shared, None);
+                        let poll = slot
+                            .poll_through(cx, |cx| poll_contained(&mut task, cx, &shared, None));
                         // Counted before the flight ends, which tells a waiting spin.
                         let first_poll = unpolled.take().is_some();
                         // Not the unit of work a `spin_once` waits for: the basic

@@ -76,7 +76,11 @@ where
 {
     let cpus = dedicated.cpus.clone();
     let priority = dedicated.fifo_priority;
-    let handle = shared.threads.handle_for_dedicated();
+    let Some(handle) = shared.threads.handle_for_dedicated() else {
+        // The executor was dropped (a Worker created through a node kept beyond it):
+        // the task is dropped unrun, as a pool runtime that shut down drops it.
+        return Ok(());
+    };
     let owner = Arc::as_ptr(shared) as usize;
     // Shared by the executor's dedicated threads, so a refusal is logged once.
     let refusal_logged = Arc::clone(&shared.dedicated_refusal_logged);

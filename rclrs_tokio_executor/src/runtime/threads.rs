@@ -28,11 +28,11 @@ use std::sync::{
 };
 use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, RuntimeFlavor};
-use tokio::{sync::oneshot, task::JoinHandle};
+use tokio::sync::oneshot;
 
 /// One thread running a current-thread runtime until the pool shuts down.
 pub(crate) struct PoolThread {
-    handle: Handle,
+    handle: RuntimeHandle,
     /// Its sleep, for quiet wake-ups from the other pool threads (`hand_over`).
     wake: Arc<ThreadWake>,
     /// The Worker tasks placed here, and how busy they keep the thread.
@@ -64,9 +64,57 @@ pub(crate) enum Threads {
     /// A runtime the user passed in; Tokio decides where tasks run. `ran` is set by a
     /// probe task spawned onto it: whether the runtime runs our tasks at all.
     External {
-        handle: Handle,
+        handle: RuntimeHandle,
         ran: Arc<AtomicBool>,
     },
+}
+
+/// A runtime's handle, which the executor gives up once it is dropped.
+///
+/// A Tokio handle keeps its runtime's I/O driver open (an epoll descriptor and an
+/// eventfd), even after the runtime itself shut down; and the handles rclrs gives the
+/// user (a node, a Worker, an entity) reach the executor's shared state, which holds
+/// these. So a Worker kept beyond its executor would otherwise keep two descriptors per
+/// pool thread of an executor long gone. Once given up, whatever is spawned is dropped
+/// unrun, as Tokio itself does on a runtime that shut down.
+pub(crate) struct RuntimeHandle {
+    id: tokio::runtime::Id,
+    handle: Mutex<Option<Handle>>,
+}
+
+impl RuntimeHandle {
+    fn new(handle: Handle) -> Self {
+        Self {
+            id: handle.id(),
+            handle: Mutex::new(Some(handle)),
+        }
+    }
+
+    /// The handle, unless the executor gave it up.
+    fn get(&self) -> Option<Handle> {
+        self.handle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Spawn `task` on the runtime; once the handle is given up, drop it (outside the
+    /// lock, since what it holds may spawn as it drops).
+    fn spawn<F>(&self, task: F)
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match self.get() {
+            Some(handle) => drop(handle.spawn(task)),
+            None => drop(task),
+        }
+    }
+
+    fn give_up(&self) {
+        let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(handle);
+    }
 }
 
 impl Threads {
@@ -99,7 +147,7 @@ impl Threads {
                 })?;
             running.push(thread);
             threads.push(PoolThread {
-                handle,
+                handle: RuntimeHandle::new(handle),
                 wake,
                 load: Arc::default(),
             });
@@ -117,7 +165,10 @@ impl Threads {
         let ran = Arc::new(AtomicBool::new(false));
         let probe = Arc::clone(&ran);
         handle.spawn(async move { probe.store(true, Ordering::Release) });
-        Self::External { handle, ran }
+        Self::External {
+            handle: RuntimeHandle::new(handle),
+            ran,
+        }
     }
 
     /// For a user's runtime that has not yet run our probe task: the flag it will set.
@@ -176,7 +227,7 @@ impl Threads {
 
     /// Spawn an async task: on the current pool thread when called from one (it is
     /// already running, so no other thread wakes), otherwise round-robin.
-    pub(crate) fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(&self, task: F)
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -186,8 +237,9 @@ impl Threads {
                 threads, next_task, ..
             } => {
                 if let Ok(current) = Handle::try_current() {
-                    if threads.iter().any(|t| t.handle.id() == current.id()) {
-                        return current.spawn(task);
+                    if threads.iter().any(|t| t.handle.id == current.id()) {
+                        current.spawn(task);
+                        return;
                     }
                 }
                 let index = next_task.fetch_add(1, Ordering::Relaxed) % threads.len();
@@ -198,16 +250,17 @@ impl Threads {
     }
 
     /// The runtime a dedicated Worker thread enters, so its callbacks can use Tokio: the
-    /// pool thread with the fewest Workers, or the user's runtime.
-    pub(crate) fn handle_for_dedicated(&self) -> Handle {
+    /// pool thread with the fewest Workers, or the user's runtime. `None` once the
+    /// executor was dropped.
+    pub(crate) fn handle_for_dedicated(&self) -> Option<Handle> {
         match self {
             Self::Pool { threads, .. } => threads
                 .iter()
                 .min_by_key(|t| t.load.workers())
                 .expect("a pool has at least one thread")
                 .handle
-                .clone(),
-            Self::External { handle, .. } => handle.clone(),
+                .get(),
+            Self::External { handle, .. } => handle.get(),
         }
     }
 
@@ -218,7 +271,7 @@ impl Threads {
         };
         let ours = match self {
             Self::Pool { .. } => self.is_pool_thread(),
-            Self::External { handle, .. } => handle.id() == current.id(),
+            Self::External { handle, .. } => handle.id == current.id(),
         };
         match current.runtime_flavor() {
             RuntimeFlavor::MultiThread => Blocking::InPlace,
@@ -238,7 +291,7 @@ impl Threads {
             return false;
         };
         Handle::try_current()
-            .is_ok_and(|current| threads.iter().any(|t| t.handle.id() == current.id()))
+            .is_ok_and(|current| threads.iter().any(|t| t.handle.id == current.id()))
     }
 
     /// Stop the pool's threads; their runtimes drop the tasks still on them.
@@ -255,9 +308,17 @@ impl Threads {
     /// drop finalizes rcl entities and the context (its DDS participant). Returning
     /// earlier would let a process exit while that runs, and the middleware's static
     /// destructors run under it.
+    ///
+    /// Then give up the runtimes' handles (see [`RuntimeHandle`]).
     pub(crate) fn join(&self) {
-        if let Self::Pool { running, .. } = self {
-            join_listed(running);
+        match self {
+            Self::Pool {
+                running, threads, ..
+            } => {
+                join_listed(running);
+                threads.iter().for_each(|t| t.handle.give_up());
+            }
+            Self::External { handle, .. } => handle.give_up(),
         }
     }
 }
