@@ -12,9 +12,9 @@ use rclrs_tokio_executor::CreateTokioExecutor;
 use ros_env::std_msgs::msg::Int32;
 use ros_env::std_srvs::srv::{SetBool_Request, SetBool_Response};
 use ros_env::test_msgs::action::{Fibonacci, Fibonacci_Goal, Fibonacci_Result};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use support::{
     echo_service, run_to_end, spin_until_resolved_without_alarm, thread_names, unique, wait_matched,
 };
@@ -168,6 +168,64 @@ fn dropping_the_executor_ends_its_threads() {
         drop((_subscription, _timer, node, context));
         drop(executor);
         assert_eq!(ours(), Vec::<String>::new(), "round {round}");
+    }
+}
+
+/// Workers created from another thread while the executor drops, each on a thread of
+/// its own, and one created after the drop: the drop stays short, and no thread of the
+/// executor outlives it, though the user keeps every Worker. A Worker created once the
+/// executor had told its Workers to shut down missed that, and its thread ran on:
+/// dropping the executor then waited its full patience for it (2 s, in 2 of 30 rounds of
+/// a probe), and the thread ran for as long as the Worker was kept.
+#[test]
+fn workers_created_while_the_executor_drops_end_with_it() {
+    let ours = || {
+        thread_names()
+            .into_iter()
+            .filter(|name| name.starts_with("late-wk"))
+            .count()
+    };
+    let context = Context::default_from_env().unwrap();
+    let mut kept = Vec::new();
+    for round in 0..10u64 {
+        let mut executor = context
+            .create_tokio_executor_with(
+                rclrs_tokio_executor::TokioExecutorOptions::new()
+                    .thread_name("late-wk")
+                    .dedicated_workers(rclrs_tokio_executor::DedicatedWorkers::all()),
+            )
+            .unwrap();
+        let node = executor
+            .create_node(unique("late_workers").as_str())
+            .unwrap();
+        executor.spin(SpinOptions::default().timeout(Duration::from_millis(10)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let maker = std::thread::spawn(move || {
+            let mut workers = Vec::new();
+            while !stopped.load(Ordering::Acquire) {
+                workers.push(node.create_worker(()));
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            workers.push(node.create_worker(()));
+            (node, workers)
+        });
+        std::thread::sleep(Duration::from_millis(5 + round));
+        let started = Instant::now();
+        drop(executor);
+        let took = started.elapsed();
+        std::thread::sleep(Duration::from_millis(2));
+        stop.store(true, Ordering::Release);
+        kept.push(maker.join().unwrap());
+        assert!(
+            took < Duration::from_secs(1),
+            "round {round}: dropping the executor took {took:?}"
+        );
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while ours() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(ours(), 0, "round {round}: threads of the dropped executor");
     }
 }
 

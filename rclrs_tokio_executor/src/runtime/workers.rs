@@ -6,6 +6,11 @@
 //! already waiting when it started. A task removes its own entry when it ends (its
 //! rclrs Worker and every entity on it are gone, or the executor shut down), so the
 //! list does not grow with Workers that come and go.
+//!
+//! Once the executor shuts down, the list is closed: a Worker created after that (on a
+//! node kept by another thread while the executor drops) is told to shut down as it is
+//! added, so its task ends at once instead of running, on a thread of its own in the
+//! dedicated mode, with nobody left to stop it.
 
 use crate::runtime::async_tasks::TaskCounters;
 use crate::stats::worker_counters::WorkerCounters;
@@ -37,7 +42,14 @@ pub(crate) struct WorkerEntry {
 
 #[derive(Default)]
 pub(crate) struct WorkerList {
-    entries: Mutex<Vec<Arc<WorkerEntry>>>,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    running: Vec<Arc<WorkerEntry>>,
+    /// The executor shut down: no Worker task joins any more.
+    closed: bool,
 }
 
 /// The gated Workers' mailbox positions when a spin started, and the async tasks
@@ -50,14 +62,21 @@ pub(crate) struct Backlog {
 }
 
 impl WorkerList {
+    /// List a new Worker task, or tell it to shut down if the executor did already.
     pub(crate) fn add(&self, entry: Arc<WorkerEntry>) {
-        self.entries.lock().unwrap().push(entry);
+        let mut entries = self.entries.lock().unwrap();
+        if entries.closed {
+            let _ = entry.control.send(Control::Shutdown);
+        } else {
+            entries.running.push(entry);
+        }
     }
 
     pub(crate) fn remove(&self, entry: &Arc<WorkerEntry>) {
         self.entries
             .lock()
             .unwrap()
+            .running
             .retain(|e| !Arc::ptr_eq(e, entry));
     }
 
@@ -67,6 +86,7 @@ impl WorkerList {
             .entries
             .lock()
             .unwrap()
+            .running
             .iter()
             .filter(|e| e.gated)
             .map(|e| (Arc::clone(&e.mailbox), e.mailbox.callbacks_run()))
@@ -81,6 +101,7 @@ impl WorkerList {
     pub(crate) fn timeouts(&self, marks: Option<&CallbackMarks>) -> Vec<RclrsError> {
         let entries = self.entries.lock().unwrap();
         let mut errors: Vec<_> = entries
+            .running
             .iter()
             .filter(|e| e.gated)
             .map(|e| {
@@ -108,6 +129,7 @@ impl WorkerList {
             .entries
             .lock()
             .unwrap()
+            .running
             .iter()
             .filter(|e| e.gated)
             .filter_map(|e| Some((Arc::clone(&e.mailbox), e.mailbox.backlog_target()?)))
@@ -118,9 +140,11 @@ impl WorkerList {
         Backlog { mailboxes, tasks }
     }
 
-    /// Tell every Worker task to tear down, and forget them.
+    /// Tell every Worker task to tear down, and forget them; close the list.
     pub(crate) fn shut_down_all(&self) {
-        for entry in self.entries.lock().unwrap().drain(..) {
+        let mut entries = self.entries.lock().unwrap();
+        entries.closed = true;
+        for entry in entries.running.drain(..) {
             let _ = entry.control.send(Control::Shutdown);
         }
     }
