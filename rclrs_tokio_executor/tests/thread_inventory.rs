@@ -19,11 +19,16 @@ use support::{
     echo_service, run_to_end, spin_until_resolved_without_alarm, thread_names, unique, wait_matched,
 };
 
-fn fallback_threads() -> usize {
+/// The process's threads whose names start with `prefix`.
+fn threads_named(prefix: &str) -> Vec<String> {
     thread_names()
-        .iter()
-        .filter(|name| name.starts_with("rclrs-tokio-fal"))
-        .count()
+        .into_iter()
+        .filter(|name| name.starts_with(prefix))
+        .collect()
+}
+
+fn fallback_threads() -> usize {
+    threads_named("rclrs-tokio-fal").len()
 }
 
 #[test]
@@ -138,12 +143,7 @@ fn an_ordinary_node_runs_no_rcl_wait_thread() {
 /// the pool's threads were not waited for).
 #[test]
 fn dropping_the_executor_ends_its_threads() {
-    let ours = || {
-        thread_names()
-            .into_iter()
-            .filter(|name| name.starts_with("drop-ends-"))
-            .collect::<Vec<_>>()
-    };
+    let ours = || threads_named("drop-ends-");
     for round in 0..5 {
         let context = Context::default_from_env().unwrap();
         let mut executor = context
@@ -179,12 +179,7 @@ fn dropping_the_executor_ends_its_threads() {
 /// a probe), and the thread ran for as long as the Worker was kept.
 #[test]
 fn workers_created_while_the_executor_drops_end_with_it() {
-    let ours = || {
-        thread_names()
-            .into_iter()
-            .filter(|name| name.starts_with("late-wk"))
-            .count()
-    };
+    let ours = || threads_named("late-wk").len();
     let context = Context::default_from_env().unwrap();
     let mut kept = Vec::new();
     for round in 0..10u64 {
