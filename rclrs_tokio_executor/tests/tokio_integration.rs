@@ -11,7 +11,7 @@ use rclrs_tokio_executor::{
 };
 use ros_env::std_msgs::msg::Int32;
 use std::sync::{
-    atomic::{AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc, Mutex,
 };
 use std::time::{Duration, Instant};
@@ -367,4 +367,75 @@ fn a_thread_name_with_a_nul_byte_is_a_typed_error() {
             .timeout(Duration::from_secs(20)),
     );
     assert!(errors.is_empty(), "{errors:?}");
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// On a runtime the user passed in, which outlives the executor, the executor's async
+/// tasks end with it, as a pool thread's runtime drops its tasks: a future that would
+/// wait for ever is dropped, and a node dropped afterwards leaves the graph. Before,
+/// both stayed for as long as the runtime lived: rclrs's node task, waiting for the next
+/// spin, held the node's graph guard condition and so the node's rcl handle.
+#[test]
+fn on_a_users_runtime_the_executors_tasks_end_with_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let context = Context::default_from_env().unwrap();
+    let mut observing = context.create_basic_executor();
+    let observer = observing
+        .create_node(unique("users_runtime_observer").as_str())
+        .unwrap();
+    let mut executor = context
+        .create_tokio_executor_with(
+            TokioExecutorOptions::new().runtime_handle(runtime.handle().clone()),
+        )
+        .unwrap();
+    let name = unique("users_runtime_leaver");
+    let node = executor.create_node(name.as_str()).unwrap();
+    let listener = node.notify_on_graph_change(|| false);
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = DropFlag(Arc::clone(&dropped));
+    let _ = executor.commands().run(async move {
+        let _flag = flag;
+        std::future::pending::<()>().await
+    });
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
+    let listed = || {
+        observer
+            .get_node_names()
+            .unwrap()
+            .iter()
+            .any(|node| node.name == name)
+    };
+    let within = |limit: Duration, condition: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + limit;
+        while !condition() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        condition()
+    };
+    assert!(
+        within(Duration::from_secs(10), &listed),
+        "the node joins the graph"
+    );
+    drop(executor);
+    assert!(
+        within(Duration::from_secs(2), &|| dropped.load(Ordering::SeqCst)),
+        "a pending task of the dropped executor is dropped"
+    );
+    drop((listener, node));
+    assert!(
+        within(Duration::from_secs(10), &|| !listed()),
+        "a node dropped after its executor leaves the graph"
+    );
 }

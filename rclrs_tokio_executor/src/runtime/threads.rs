@@ -29,6 +29,7 @@ use std::sync::{
 use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
+use tokio::task::{AbortHandle, JoinHandle};
 
 /// One thread running a current-thread runtime until the pool shuts down.
 pub(crate) struct PoolThread {
@@ -66,6 +67,9 @@ pub(crate) enum Threads {
     External {
         handle: RuntimeHandle,
         ran: Arc<AtomicBool>,
+        /// The async tasks spawned there, aborted when the executor drops (see
+        /// [`Threads::join`]).
+        tasks: Mutex<Vec<AbortHandle>>,
     },
 }
 
@@ -100,14 +104,17 @@ impl RuntimeHandle {
 
     /// Spawn `task` on the runtime; once the handle is given up, drop it (outside the
     /// lock, since what it holds may spawn as it drops).
-    fn spawn<F>(&self, task: F)
+    fn spawn<F>(&self, task: F) -> Option<JoinHandle<F::Output>>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
         match self.get() {
-            Some(handle) => drop(handle.spawn(task)),
-            None => drop(task),
+            Some(handle) => Some(handle.spawn(task)),
+            None => {
+                drop(task);
+                None
+            }
         }
     }
 
@@ -168,6 +175,7 @@ impl Threads {
         Self::External {
             handle: RuntimeHandle::new(handle),
             ran,
+            tasks: Mutex::default(),
         }
     }
 
@@ -196,6 +204,7 @@ impl Threads {
                 let home = Home::new(index, Arc::clone(&thread.load));
                 thread.handle.spawn(task(Some(home)));
             }
+            // A Worker task ends when told to shut down (`workers.rs`).
             Self::External { handle, .. } => {
                 handle.spawn(task(None));
             }
@@ -243,9 +252,19 @@ impl Threads {
                     }
                 }
                 let index = next_task.fetch_add(1, Ordering::Relaxed) % threads.len();
-                threads[index].handle.spawn(task)
+                threads[index].handle.spawn(task);
             }
-            Self::External { handle, .. } => handle.spawn(task),
+            Self::External { handle, tasks, .. } => {
+                if let Some(spawned) = handle.spawn(task) {
+                    let mut tasks = tasks.lock().unwrap_or_else(|e| e.into_inner());
+                    // Forget the finished ones whenever the list is full, so it stays
+                    // within twice the tasks alive.
+                    if tasks.len() == tasks.capacity() {
+                        tasks.retain(|task| !task.is_finished());
+                    }
+                    tasks.push(spawned.abort_handle());
+                }
+            }
         }
     }
 
@@ -309,7 +328,12 @@ impl Threads {
     /// earlier would let a process exit while that runs, and the middleware's static
     /// destructors run under it.
     ///
-    /// Then give up the runtimes' handles (see [`RuntimeHandle`]).
+    /// Then give up the runtimes' handles (see [`RuntimeHandle`]). On a runtime the user
+    /// passed in, which lives on, abort the async tasks still there instead: as a pool
+    /// thread's runtime drops what is left on it, so that a future waiting for ever (or
+    /// for the next spin, as rclrs's node task does, holding the node's graph guard
+    /// condition and so the node itself) is dropped with the executor. The runtime
+    /// drops them on its own threads, soon after.
     pub(crate) fn join(&self) {
         match self {
             Self::Pool {
@@ -318,7 +342,11 @@ impl Threads {
                 join_listed(running);
                 threads.iter().for_each(|t| t.handle.give_up());
             }
-            Self::External { handle, .. } => handle.give_up(),
+            Self::External { handle, tasks, .. } => {
+                handle.give_up();
+                let tasks = std::mem::take(&mut *tasks.lock().unwrap_or_else(|e| e.into_inner()));
+                tasks.iter().for_each(AbortHandle::abort);
+            }
         }
     }
 }
