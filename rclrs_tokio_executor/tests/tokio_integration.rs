@@ -391,7 +391,7 @@ fn on_a_users_runtime_the_executors_tasks_end_with_it() {
         .build()
         .unwrap();
     let context = Context::default_from_env().unwrap();
-    let mut observing = context.create_basic_executor();
+    let observing = context.create_basic_executor();
     let observer = observing
         .create_node(unique("users_runtime_observer").as_str())
         .unwrap();
@@ -405,10 +405,10 @@ fn on_a_users_runtime_the_executors_tasks_end_with_it() {
     let listener = node.notify_on_graph_change(|| false);
     let dropped = Arc::new(AtomicBool::new(false));
     let flag = DropFlag(Arc::clone(&dropped));
-    let _ = executor.commands().run(async move {
+    drop(executor.commands().run(async move {
         let _flag = flag;
         std::future::pending::<()>().await
-    });
+    }));
     executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
     let listed = || {
         observer
