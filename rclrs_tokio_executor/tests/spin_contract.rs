@@ -492,6 +492,8 @@ macro_rules! suite {
 
 suite!(basic, |context| context.create_basic_executor());
 suite!(tokio, |context| context.create_tokio_executor());
+suite!(tokio_dedicated, support::dedicated_executor);
+suite!(tokio_on_a_users_runtime, support::users_runtime_executor);
 
 // Only the Tokio executor: the basic executor panics on `Instant + Duration::MAX`, and
 // has no runtime handle to get wrong.

@@ -324,6 +324,13 @@ suite!(
     support::one_cpu_executor,
     stricter_than_basic
 );
+// On a multi-thread runtime the user passes in (`runtime_handle`), shared by every
+// executor of the suite, as an application's one Tokio runtime would be.
+suite!(
+    tokio_on_a_users_runtime,
+    support::users_runtime_executor,
+    stricter_than_basic
+);
 // Every Worker on a thread of its own, asking for a core that does not exist and a
 // SCHED_FIFO priority above Linux's 99: both refused (and logged once), and the
 // contract holds all the same.

@@ -52,6 +52,26 @@ pub fn dedicated_executor(context: &Context) -> Executor {
         .unwrap()
 }
 
+/// A Tokio executor on a multi-thread runtime the user passes in (`runtime_handle`), one
+/// runtime for every executor of the test binary, as an application's one Tokio runtime
+/// would be.
+pub fn users_runtime_executor(context: &Context) -> Executor {
+    static RUNTIME: std::sync::OnceLock<::tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    let runtime = RUNTIME.get_or_init(|| {
+        ::tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("users-runtime")
+            .enable_all()
+            .build()
+            .unwrap()
+    });
+    context
+        .create_tokio_executor_with(
+            TokioExecutorOptions::new().runtime_handle(runtime.handle().clone()),
+        )
+        .unwrap()
+}
+
 /// The default Tokio executor as a one-CPU machine builds it: the test's thread is
 /// pinned to one CPU first (it is the test's own thread, which ends with the test), so
 /// the executor sees one core and its threads start on that core too.
