@@ -395,11 +395,7 @@ fn on_a_users_runtime_the_executors_tasks_end_with_it() {
     let observer = observing
         .create_node(unique("users_runtime_observer").as_str())
         .unwrap();
-    let mut executor = context
-        .create_tokio_executor_with(
-            TokioExecutorOptions::new().runtime_handle(runtime.handle().clone()),
-        )
-        .unwrap();
+    let mut executor = support::executor_on(&context, runtime.handle());
     let name = unique("users_runtime_leaver");
     let node = executor.create_node(name.as_str()).unwrap();
     let listener = node.notify_on_graph_change(|| false);

@@ -119,8 +119,7 @@ impl RuntimeHandle {
     }
 
     fn give_up(&self) {
-        let handle = self.handle.lock().unwrap_or_else(|e| e.into_inner()).take();
-        drop(handle);
+        self.handle.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }
 

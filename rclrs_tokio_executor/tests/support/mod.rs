@@ -65,11 +65,7 @@ pub fn users_runtime_executor(context: &Context) -> Executor {
             .build()
             .unwrap()
     });
-    context
-        .create_tokio_executor_with(
-            TokioExecutorOptions::new().runtime_handle(runtime.handle().clone()),
-        )
-        .unwrap()
+    executor_on(context, runtime.handle())
 }
 
 /// The default Tokio executor as a one-CPU machine builds it: the test's thread is
@@ -168,8 +164,12 @@ pub fn thread_policies() -> Vec<(String, u32)> {
 
 /// A Tokio executor on a fresh context that runs on the user's runtime `handle`.
 pub fn tokio_executor_on(handle: &::tokio::runtime::Handle) -> Executor {
-    Context::default_from_env()
-        .unwrap()
+    executor_on(&Context::default_from_env().unwrap(), handle)
+}
+
+/// A Tokio executor of `context` that runs on the user's runtime `handle`.
+pub fn executor_on(context: &Context, handle: &::tokio::runtime::Handle) -> Executor {
+    context
         .create_tokio_executor_with(TokioExecutorOptions::new().runtime_handle(handle.clone()))
         .unwrap()
 }
