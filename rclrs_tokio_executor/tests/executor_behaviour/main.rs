@@ -324,8 +324,7 @@ suite!(
     support::one_cpu_executor,
     stricter_than_basic
 );
-// On a multi-thread runtime the user passes in (`runtime_handle`), shared by every
-// executor of the suite, as an application's one Tokio runtime would be.
+// On a multi-thread runtime the user passes in (`runtime_handle`), one per executor.
 suite!(
     tokio_on_a_users_runtime,
     support::users_runtime_executor,

@@ -52,19 +52,20 @@ pub fn dedicated_executor(context: &Context) -> Executor {
         .unwrap()
 }
 
-/// A Tokio executor on a multi-thread runtime the user passes in (`runtime_handle`), one
-/// runtime for every executor of the test binary, as an application's one Tokio runtime
-/// would be.
+/// A Tokio executor on a multi-thread runtime the user passes in (`runtime_handle`), a
+/// runtime of its own with two threads, as the pool has. One runtime shared by every
+/// executor of a test binary let the blocking callbacks of other tests hold all its
+/// threads, so a timer of one test fired once in 200 ms (a CI run). Each runtime is
+/// leaked, since it must outlive an executor the test may keep to its end.
 pub fn users_runtime_executor(context: &Context) -> Executor {
-    static RUNTIME: std::sync::OnceLock<::tokio::runtime::Runtime> = std::sync::OnceLock::new();
-    let runtime = RUNTIME.get_or_init(|| {
+    let runtime: &'static ::tokio::runtime::Runtime = Box::leak(Box::new(
         ::tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("users-runtime")
             .enable_all()
             .build()
-            .unwrap()
-    });
+            .unwrap(),
+    ));
     executor_on(context, runtime.handle())
 }
 
