@@ -38,9 +38,10 @@
 //! deferred by the last single pass, or spawned as an async task (the backlog, a
 //! snapshot of their counters) still gets its pass after a deadline
 //! that came first, such as a zero timeout, as the basic executor's non-blocking wait
-//! runs what is ready. That wait ends as soon as the backlog is processed, and never
-//! lasts longer than [`BACKLOG_STALL`] without a Worker making progress on it, so a
-//! busy or stalled Worker cannot hold a timed spin past its deadline.
+//! runs what is ready. That wait ends as soon as the backlog is processed or a callback
+//! ends the spin from inside, and never lasts longer than [`BACKLOG_STALL`] without a
+//! Worker making progress on it, so a busy or stalled Worker cannot hold a timed spin
+//! past its deadline.
 
 use crate::runtime::{shared::ExecutorShared, signals, spin_gate::Watching, workers::Backlog};
 use rclrs::{Promise, RclReturnCode, RclrsError, SpinConditions};
@@ -264,7 +265,9 @@ impl Wake for EndPassOnWake {
     }
 }
 
-/// Let the backlog have its pass: until it is processed, or a Worker stalls on it.
+/// Let the backlog have its pass: until it is processed, a Worker stalls on it, or the
+/// gate admits no more callbacks (a callback halted the spin or resolved its promise,
+/// so nothing more of the backlog may start in it).
 async fn wait_for_backlog(shared: &ExecutorShared, backlog: &Backlog) {
     let watching = shared.gate.watch();
     let mut finished = backlog.finished();
@@ -273,7 +276,7 @@ async fn wait_for_backlog(shared: &ExecutorShared, backlog: &Backlog) {
         let progress = watching.next();
         tokio::pin!(progress);
         progress.as_mut().enable();
-        if backlog.is_processed() || shared.is_shut_down() {
+        if backlog.is_processed() || shared.is_shut_down() || !shared.gate.admits() {
             return;
         }
         let now_finished = backlog.finished();

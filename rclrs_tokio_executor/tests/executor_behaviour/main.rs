@@ -225,6 +225,14 @@ macro_rules! suite {
                 )
             }
             #[test]
+            fn a_zero_timeout_spin_halted_from_inside_returns_at_once() {
+                super::a_zero_timeout_spin_halted_from_inside_returns_at_once(MAKE)
+            }
+            #[test]
+            fn a_zero_timeout_spin_whose_promise_resolves_inside_returns_at_once() {
+                super::a_zero_timeout_spin_whose_promise_resolves_inside_returns_at_once(MAKE)
+            }
+            #[test]
             fn parameter_services_answer_remote_gets_and_sets() {
                 super::parameter_services_answer_remote_gets_and_sets(MAKE)
             }

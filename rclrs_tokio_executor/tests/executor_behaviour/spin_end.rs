@@ -112,6 +112,52 @@ enum EndFromInside {
     ResolvePromise,
 }
 
+/// Subscription callbacks that record their messages and end the spin they run in
+/// (`end`), and the options of a spin they can end.
+struct SpinEnder {
+    end: EndFromInside,
+    commands: Arc<ExecutorCommands>,
+    resolve: Arc<Mutex<Option<oneshot::Sender<()>>>>,
+}
+
+impl SpinEnder {
+    fn new(executor: &Executor, end: EndFromInside) -> Self {
+        SpinEnder {
+            end,
+            commands: Arc::clone(executor.commands()),
+            resolve: Arc::default(),
+        }
+    }
+
+    /// A callback that pushes each message's data to `received`, then ends its spin.
+    fn callback(&self, received: &Arc<Mutex<Vec<i32>>>) -> impl Fn(Int32) + Send + Sync {
+        let (end, received) = (self.end, Arc::clone(received));
+        let (commands, resolve) = (Arc::clone(&self.commands), Arc::clone(&self.resolve));
+        move |m: Int32| {
+            received.lock().unwrap().push(m.data);
+            match end {
+                EndFromInside::Halt => commands.halt_spinning(),
+                EndFromInside::ResolvePromise => {
+                    if let Some(sender) = resolve.lock().unwrap().take() {
+                        let _ = sender.send(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Options of a spin with `timeout` that a callback can end (with a fresh promise).
+    fn options(&self, timeout: Duration) -> SpinOptions {
+        let (sender, promise) = oneshot::channel();
+        *self.resolve.lock().unwrap() = Some(sender);
+        let options = SpinOptions::default().timeout(timeout);
+        match self.end {
+            EndFromInside::Halt => options,
+            EndFromInside::ResolvePromise => options.until_promise_resolved(promise),
+        }
+    }
+}
+
 /// Five messages wait for a subscription whose callback ends the spin (`end`); spin
 /// until all five ran, recording how many each spin ran. Every spin ends without an
 /// error, runs at least one callback, and nothing is lost or reordered; a spin after
@@ -122,27 +168,13 @@ fn callbacks_per_spin_ended_from_inside(make: MakeExecutor, end: EndFromInside) 
     let node = executor.create_node(unique("end_inside").as_str()).unwrap();
     let topic = unique("end_inside_topic");
     let received = Arc::new(Mutex::new(Vec::new()));
-    let resolve: Arc<Mutex<Option<oneshot::Sender<()>>>> = Arc::default();
-    let _sub = {
-        let received = Arc::clone(&received);
-        let commands = Arc::clone(executor.commands());
-        let resolve = Arc::clone(&resolve);
-        node.create_subscription(
+    let ender = SpinEnder::new(&executor, end);
+    let _sub = node
+        .create_subscription(
             topic.as_str().keep_last(1000).reliable(),
-            move |m: Int32| {
-                received.lock().unwrap().push(m.data);
-                match end {
-                    EndFromInside::Halt => commands.halt_spinning(),
-                    EndFromInside::ResolvePromise => {
-                        if let Some(sender) = resolve.lock().unwrap().take() {
-                            let _ = sender.send(());
-                        }
-                    }
-                }
-            },
+            ender.callback(&received),
         )
-        .unwrap()
-    };
+        .unwrap();
     let publisher = matched_publisher(&node, &topic);
     for data in 0..5 {
         publisher.publish(Int32 { data }).unwrap();
@@ -152,14 +184,7 @@ fn callbacks_per_spin_ended_from_inside(make: MakeExecutor, end: EndFromInside) 
     let mut per_spin = Vec::new();
     while received.lock().unwrap().len() < 5 {
         let before = received.lock().unwrap().len();
-        let (sender, promise) = oneshot::channel();
-        *resolve.lock().unwrap() = Some(sender);
-        let options = SpinOptions::default().timeout(PATIENCE);
-        let options = match end {
-            EndFromInside::Halt => options,
-            EndFromInside::ResolvePromise => options.until_promise_resolved(promise),
-        };
-        let errors = executor.spin(options);
+        let errors = executor.spin(ender.options(PATIENCE));
         assert!(errors.is_empty(), "spin {}: {errors:?}", per_spin.len() + 1);
         let ran = received.lock().unwrap().len() - before;
         assert!(
@@ -172,6 +197,77 @@ fn callbacks_per_spin_ended_from_inside(make: MakeExecutor, end: EndFromInside) 
     spin_for(&mut executor, Duration::from_millis(200));
     assert_eq!(*received.lock().unwrap(), (0..5).collect::<Vec<_>>());
     per_spin
+}
+
+/// Zero-timeout spins over messages waiting for two subscriptions whose callbacks end
+/// the spin (`end`): a spin that ran a callback returns as soon as that callback has
+/// finished, as the basic executor's does, and nothing is lost or reordered. (The Tokio
+/// executor used to wait for the other subscription's waiting messages, which the ended
+/// spin may no longer start, until its 20 ms stall limit.)
+fn zero_timeout_spins_ended_from_inside(make: MakeExecutor, end: EndFromInside) {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = make(&context);
+    let node = executor
+        .create_node(unique("end_inside_zero").as_str())
+        .unwrap();
+    let ender = SpinEnder::new(&executor, end);
+    let topics = [unique("end_inside_zero_a"), unique("end_inside_zero_b")];
+    let options = |i: usize| topics[i].as_str().keep_last(1000).reliable();
+    let received: [Arc<Mutex<Vec<i32>>>; 2] = Default::default();
+    let _subscriptions: Vec<_> = (0..2)
+        .map(|i| {
+            node.create_subscription(options(i), ender.callback(&received[i]))
+                .unwrap()
+        })
+        .collect();
+    let publishers: Vec<_> = topics.iter().map(|t| matched_publisher(&node, t)).collect();
+    let total = || {
+        received
+            .iter()
+            .map(|r| r.lock().unwrap().len())
+            .sum::<usize>()
+    };
+    let mut took = Vec::new();
+    let started = Instant::now();
+    for round in 0..3 {
+        for publisher in &publishers {
+            for data in round * 5..round * 5 + 5 {
+                publisher.publish(Int32 { data }).unwrap();
+            }
+        }
+        // Let every message reach the subscriptions' queues before the spins.
+        std::thread::sleep(Duration::from_millis(100));
+        while total() < (round as usize + 1) * 10 {
+            assert!(started.elapsed() < PATIENCE, "the messages never arrived");
+            let before = total();
+            let start = Instant::now();
+            executor.spin(ender.options(Duration::ZERO));
+            if total() > before {
+                took.push(start.elapsed());
+            }
+        }
+    }
+    for r in &received {
+        assert_eq!(*r.lock().unwrap(), (0..15).collect::<Vec<_>>());
+    }
+    // Their median: a slow machine may hold up some spins, not most of them (and the
+    // last spin of each round, with nothing left behind, was quick before too).
+    took.sort();
+    let median = took[took.len() / 2];
+    assert!(
+        median < Duration::from_millis(10),
+        "zero-timeout spins ended from inside took {took:?}"
+    );
+}
+
+pub(crate) fn a_zero_timeout_spin_halted_from_inside_returns_at_once(make: MakeExecutor) {
+    zero_timeout_spins_ended_from_inside(make, EndFromInside::Halt);
+}
+
+pub(crate) fn a_zero_timeout_spin_whose_promise_resolves_inside_returns_at_once(
+    make: MakeExecutor,
+) {
+    zero_timeout_spins_ended_from_inside(make, EndFromInside::ResolvePromise);
 }
 
 pub(crate) fn a_halt_from_inside_a_callback_ends_the_spin_and_loses_nothing(make: MakeExecutor) {
