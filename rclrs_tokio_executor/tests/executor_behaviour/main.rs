@@ -12,6 +12,7 @@ mod support;
 mod created_inside;
 mod graph;
 mod messages;
+mod random_operations;
 mod spin_end;
 mod timers;
 mod under_load;
@@ -20,6 +21,7 @@ mod workers;
 use created_inside::*;
 use graph::*;
 use messages::*;
+use random_operations::*;
 use spin_end::*;
 use timers::*;
 use under_load::*;
@@ -233,6 +235,10 @@ macro_rules! suite {
                 super::a_zero_timeout_spin_whose_promise_resolves_inside_returns_at_once(MAKE)
             }
             #[test]
+            fn random_operations_keep_the_shared_contract() {
+                super::random_operations_keep_the_shared_contract(MAKE)
+            }
+            #[test]
             fn parameter_services_answer_remote_gets_and_sets() {
                 super::parameter_services_answer_remote_gets_and_sets(MAKE)
             }
@@ -297,6 +303,10 @@ macro_rules! stricter_than_basic {
         #[test]
         fn a_node_dropped_inside_its_own_callback_runs_no_more() {
             super::a_node_dropped_inside_its_own_callback_runs_no_more(MAKE)
+        }
+        #[test]
+        fn random_operations_with_drops_from_inside_keep_the_contract() {
+            super::random_operations_with_drops_from_inside_keep_the_contract(MAKE)
         }
         #[test]
         fn a_halt_from_inside_a_callback_starts_no_further_callback() {
