@@ -1,6 +1,7 @@
 //! Random sequences of operations on one executor, each checked against the contract
 //! every executor keeps. A seeded generator picks, step by step: creating and dropping
-//! subscriptions (on the node or on a Worker), Workers, repeating and one-shot timers;
+//! subscriptions and fan-out subscriptions' callbacks (on the node or on a Worker),
+//! Workers, repeating and one-shot timers;
 //! publishing bursts; calling a service; sending work to a Worker and async tasks to
 //! the executor; asking the next callback to halt; and spinning in every way (once,
 //! timed, zero timeouts, until a response, halted from another thread).
@@ -15,14 +16,15 @@
 //!   task runs, and a subscription created inside a callback serves;
 //! - every timed spin returns, and its deadline holds (within [`OVERRUN`]).
 //!
-//! The stricter variant (the Tokio executor's alone) also drops subscriptions from
-//! inside their own callbacks: none runs again after that (the basic executor runs
+//! The stricter variant (the Tokio executor's alone) also drops subscriptions and
+//! fan-out callbacks from inside their own callbacks: none runs again after that (the basic executor runs
 //! the ones it has already taken; see `stricter_than_basic`).
 //!
 //! A failure prints its seed and the last operations. `RCLRS_TOKIO_RANDOM_SEED=<n>`
 //! runs that seed instead of the fixed ones.
 
 use super::*;
+use rclrs_tokio_executor::{CreateFanoutSubscription, FanoutSubscription};
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicI64};
 
@@ -139,6 +141,7 @@ struct Sequence {
     published: [i64; TOPICS],
     topic_names: Vec<String>,
     subscriptions: Vec<ProbeSubscription>,
+    fanouts: [Option<FanoutSubscription<Int32>>; TOPICS],
     workers: Vec<ProbeWorker>,
     timers: Vec<(Box<dyn Any + Send>, Arc<AtomicBool>)>,
     oneshots: Vec<(Timer, Arc<AtomicUsize>)>,
@@ -186,6 +189,7 @@ impl Sequence {
             published: [0; TOPICS],
             topic_names,
             subscriptions: Vec::new(),
+            fanouts: Default::default(),
             workers: Vec::new(),
             timers: Vec::new(),
             oneshots: Vec::new(),
@@ -284,6 +288,8 @@ impl Sequence {
         errors
     }
 
+    /// A subscription, or a callback of a fan-out subscription, on the node or on a
+    /// Worker.
     fn subscribe(&mut self) -> String {
         let topic = self.rng.usize(0..TOPICS);
         let probe = ProbeSubscription {
@@ -299,16 +305,15 @@ impl Sequence {
             let (id, observer) = (probe.id, Arc::clone(&self.observer));
             let (last, dropped) = (Arc::clone(&probe.last), Arc::clone(&probe.dropped));
             let (drop_inside, handle) = (Arc::clone(&probe.drop_inside), Arc::clone(&probe.handle));
-            move |m: Int32| {
+            move |data: i32| {
                 observer.ran(&format!("subscription {id}"));
                 if dropped.load(Ordering::SeqCst) {
                     observer.violated(format!("subscription {id} ran after its drop"));
                 }
-                let previous = last.swap(m.data.into(), Ordering::SeqCst);
-                if previous >= 0 && i64::from(m.data) != previous + 1 {
+                let previous = last.swap(data.into(), Ordering::SeqCst);
+                if previous >= 0 && i64::from(data) != previous + 1 {
                     observer.violated(format!(
-                        "subscription {id} (topic {topic}) heard {} after {previous}",
-                        m.data
+                        "subscription {id} (topic {topic}) heard {data} after {previous}"
                     ));
                 }
                 observer.halt_if_asked();
@@ -319,32 +324,74 @@ impl Sequence {
                 }
             }
         };
-        let on_worker = self.rng.u32(0..3) != 0;
-        let worker = self.some_worker(on_worker);
-        let options = self.topic_names[topic].as_str().keep_last(1000).reliable();
-        let handle: Box<dyn Any + Send> = match worker {
-            Some((worker, busy, observer)) => Box::new(
-                worker
-                    .create_subscription(options, move |_: &mut (), m: Int32| {
+        let fanout = self.rng.u32(0..3) == 0;
+        let wants_worker = self.rng.u32(0..3) != 0;
+        let worker = self.some_worker(wants_worker);
+        let place = if worker.is_some() {
+            "a Worker"
+        } else {
+            "the node"
+        };
+        let handle: Box<dyn Any + Send> = if fanout {
+            let subscription = self.fanout_to(topic);
+            match worker {
+                Some((worker, busy, observer)) => Box::new(subscription.add_callback(
+                    &worker,
+                    move |_: &mut (), m: &Int32| {
                         let _one = Exclusive::enter(&busy, &observer);
-                        heard(m)
-                    })
-                    .unwrap(),
-            ),
-            None => Box::new(self.node.create_subscription(options, heard).unwrap()),
+                        heard(m.data)
+                    },
+                )),
+                None => Box::new(subscription.add_node_callback(move |m: &Int32| heard(m.data))),
+            }
+        } else {
+            let options = self.topic_names[topic].as_str().keep_last(1000).reliable();
+            match worker {
+                Some((worker, busy, observer)) => Box::new(
+                    worker
+                        .create_subscription(options, move |_: &mut (), m: Int32| {
+                            let _one = Exclusive::enter(&busy, &observer);
+                            heard(m.data)
+                        })
+                        .unwrap(),
+                ),
+                None => Box::new(
+                    self.node
+                        .create_subscription(options, move |m: Int32| heard(m.data))
+                        .unwrap(),
+                ),
+            }
         };
         *probe.handle.lock().unwrap() = Some(handle);
-        let what = format!(
-            "subscription {} to topic {topic} on {}",
-            probe.id,
-            if on_worker && !self.workers.is_empty() {
-                "a Worker"
-            } else {
-                "the node"
-            }
-        );
+        let kind = if fanout {
+            "fan-out callback"
+        } else {
+            "subscription"
+        };
+        let what = format!("{kind} {} to topic {topic} on {place}", probe.id);
         self.subscriptions.push(probe);
         what
+    }
+
+    /// A fan-out subscription to `topic`: the one made before, or (at random, or if
+    /// there is none) a new one, taken on the node or on a Worker. Each is kept to the
+    /// end of the sequence.
+    fn fanout_to(&mut self, topic: usize) -> FanoutSubscription<Int32> {
+        if let Some(existing) = &self.fanouts[topic] {
+            if self.rng.bool() {
+                return existing.clone();
+            }
+        }
+        let wants_worker = self.rng.bool();
+        let worker = self.some_worker(wants_worker);
+        let options = self.topic_names[topic].as_str().keep_last(1000).reliable();
+        let subscription = match worker {
+            Some((worker, _, _)) => worker.create_fanout_subscription(options),
+            None => self.node.create_fanout_subscription(options),
+        }
+        .unwrap();
+        self.fanouts[topic] = Some(subscription.clone());
+        subscription
     }
 
     /// If `wanted` and there is one, a random Worker, with what its callbacks need to
