@@ -3,7 +3,10 @@
 What the README's "Use it from your own workspace" section says, done in a fresh
 temporary workspace: source the overlay's `install/setup.bash` (which chains the ROS
 prefix and the patched rclrs, as an install built on /opt/ros chains /opt/ros), run
-plain `colcon build` there, and run the package it built. The shell starts as a user's
+plain `colcon build` there, and run the package it built. The workspace holds an
+interface package of its own (`my_interfaces`), whose Rust crate comes from
+`rosidl_generate_interfaces()` with the overlay's generator, and the Rust package that
+publishes and hears that message type on the Tokio executor. The shell starts as a user's
 would: with none of the ROS, colcon or cargo variables `make` sets, and without the
 venv on PATH. The other documented way (`.ros/env.sh`, then `install/setup.sh`) is
 checked too.
@@ -18,8 +21,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = ROOT / 'test' / 'user_workspace' / 'my_tokio_listener'
+TEMPLATES = ROOT / 'test' / 'user_workspace'
 PACKAGE = 'my_tokio_listener'
+INTERFACES = 'my_interfaces'
 
 
 # How a user's shell sets up the overlay.
@@ -53,7 +57,8 @@ def workspace(tmp_path_factory) -> Path:
     if not (ROOT / 'install' / 'rclrs_tokio_executor').is_dir():
         pytest.fail('the overlay is not installed; run `make build` first')
     ws = tmp_path_factory.mktemp('user_ws')
-    shutil.copytree(TEMPLATE, ws / 'src' / PACKAGE)
+    for package in (INTERFACES, PACKAGE):
+        shutil.copytree(TEMPLATES / package, ws / 'src' / package)
     return ws
 
 
@@ -61,7 +66,7 @@ def workspace(tmp_path_factory) -> Path:
 def test_sourcing_the_overlay_leaves_colcon_to_the_users_workspace(workspace, sourcing):
     listed = run_in_user_shell('colcon list --names-only', workspace, 120, sourcing)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.split() == [PACKAGE], listed.stdout
+    assert listed.stdout.split() == [INTERFACES, PACKAGE], listed.stdout
 
 
 def test_a_users_package_builds_against_the_overlay_and_runs(workspace):
@@ -69,7 +74,12 @@ def test_a_users_package_builds_against_the_overlay_and_runs(workspace):
                               workspace, 840)
     assert built.returncode == 0, f'{built.stdout[-4000:]}\n{built.stderr[-4000:]}'
     assert sorted(p.name for p in (workspace / 'install').iterdir()
-                  if p.is_dir()) == [PACKAGE], 'colcon built more than the workspace holds'
+                  if p.is_dir()) == [INTERFACES, PACKAGE], \
+        'colcon built more than the workspace holds'
+    # The interface package's Rust crate, where ros-env finds it.
+    crate = workspace / 'install' / INTERFACES / 'share' / INTERFACES / 'rust'
+    assert (crate / 'Cargo.toml').is_file() and (crate / 'src' / 'msg.rs').is_file(), \
+        'rosidl_generate_interfaces() wrote no Rust crate'
     # The patched rclrs from the overlay, not an unpatched copy from crates.io.
     config = (workspace / '.cargo' / 'config.toml').read_text()
     assert str(ROOT / '.ros' / 'rclrs') in config, config

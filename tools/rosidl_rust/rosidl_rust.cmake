@@ -1,6 +1,8 @@
 # Generate the ros-env layout Rust crate of an interface package at build time.
 #
-# Usage, in the CMakeLists.txt of an interface package, AFTER
+# Installed as the package rosidl_generator_ros_env, it runs by itself inside
+# rosidl_generate_interfaces() for every interface package built with the overlay
+# sourced (see cmake/). Otherwise, in the CMakeLists.txt of an interface package, AFTER
 # rosidl_generate_interfaces():
 #
 #   rosidl_generate_interfaces(${PROJECT_NAME}
@@ -31,7 +33,13 @@
 # ROSIDL_RUST_PYTHON_EXECUTABLE if set, else the Python3_EXECUTABLE that
 # rosidl itself found.
 
-set(_ROSIDL_RUST_DIR "${CMAKE_CURRENT_LIST_DIR}")
+# Where generate.py is: beside this file in the source tree, in share/<pkg>/generator
+# once installed (the package's extras set ROSIDL_RUST_GENERATOR_DIR).
+if(ROSIDL_RUST_GENERATOR_DIR)
+  set(_ROSIDL_RUST_DIR "${ROSIDL_RUST_GENERATOR_DIR}")
+else()
+  set(_ROSIDL_RUST_DIR "${CMAKE_CURRENT_LIST_DIR}")
+endif()
 
 function(rosidl_rust_generate)
   cmake_parse_arguments(ARG "SKIP_INSTALL" "PACKAGE;PACKAGE_XML;OUTPUT_DIR" "IDL_TUPLES;DEPENDS"
@@ -43,6 +51,12 @@ function(rosidl_rust_generate)
   set(_pkg "${PROJECT_NAME}")
   if(ARG_PACKAGE)
     set(_pkg "${ARG_PACKAGE}")
+  endif()
+
+  # Once per package: the installed generator's hook in rosidl_generate_interfaces()
+  # may have run it already.
+  if(TARGET ${_pkg}__rust)
+    return()
   endif()
 
   set(_tuples ${ARG_IDL_TUPLES})

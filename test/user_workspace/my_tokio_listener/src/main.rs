@@ -1,10 +1,11 @@
-//! Publishes `count` messages (default 20) on a topic of its own and listens to them on
-//! the Tokio executor, then prints one JSON line: `{"sent": 20, "heard": 20}`. Exits 1
-//! if it heard fewer within 20 s.
+//! Publishes `count` messages (default 20) of its workspace's own type
+//! (`my_interfaces/msg/Greeting`) on a topic of its own and listens to them on the Tokio
+//! executor, then prints one JSON line: `{"sent": 20, "heard": 20}`. Exits 1 if it heard
+//! fewer, or one out of order, within 20 s.
 
 use rclrs::*;
 use rclrs_tokio_executor::CreateTokioExecutor;
-use ros_env::std_msgs::msg::Int32;
+use ros_env::my_interfaces::msg::Greeting;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,17 +24,24 @@ fn main() -> Result<(), RclrsError> {
     let counter = Arc::clone(&heard);
     let _subscription = node.create_subscription(
         topic.as_str().keep_last(100).reliable(),
-        move |_: Int32| {
-            counter.fetch_add(1, Ordering::SeqCst);
+        move |greeting: Greeting| {
+            // In order: the n-th greeting heard is greeting number n.
+            let n = counter.load(Ordering::SeqCst) as u32;
+            if greeting.number == n && greeting.to == "world" {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
         },
     )?;
-    let publisher = node.create_publisher::<Int32>(topic.as_str().keep_last(100).reliable())?;
+    let publisher = node.create_publisher::<Greeting>(topic.as_str().keep_last(100).reliable())?;
     let deadline = Instant::now() + Duration::from_secs(20);
     while publisher.get_subscription_count()? < 1 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    for data in 0..count {
-        publisher.publish(Int32 { data: data as i32 })?;
+    for number in 0..count as u32 {
+        publisher.publish(Greeting {
+            number,
+            to: "world".into(),
+        })?;
     }
     while heard.load(Ordering::SeqCst) < count && Instant::now() < deadline {
         executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
