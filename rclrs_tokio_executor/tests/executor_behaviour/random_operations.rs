@@ -214,6 +214,9 @@ impl Sequence {
         }
         self.finish();
         self.fail_on_violations();
+        // The callbacks hold the observer, which holds the executor's commands: let
+        // go of those, so the executor and its threads end with the sequence.
+        self.observer.commands.lock().unwrap().take();
     }
 
     fn fail_on_violations(&self) {
