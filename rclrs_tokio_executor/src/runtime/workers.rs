@@ -80,18 +80,16 @@ impl WorkerList {
             .retain(|e| !Arc::ptr_eq(e, entry));
     }
 
+    /// `read` of each gated Worker's counters, under the list's lock.
+    fn read_gated<T>(&self, read: impl FnMut(&Arc<WorkerCounters>) -> T) -> Vec<T> {
+        let entries = self.entries.lock().unwrap();
+        let gated = entries.running.iter().filter(|e| e.gated);
+        gated.map(|e| &e.mailbox).map(read).collect()
+    }
+
     /// How many callbacks each gated Worker has run so far.
     pub(crate) fn callback_marks(&self) -> CallbackMarks {
-        let marks = self
-            .entries
-            .lock()
-            .unwrap()
-            .running
-            .iter()
-            .filter(|e| e.gated)
-            .map(|e| (Arc::clone(&e.mailbox), e.mailbox.callbacks_run()))
-            .collect();
-        CallbackMarks(marks)
+        CallbackMarks(self.read_gated(|m| (Arc::clone(m), m.callbacks_run())))
     }
 
     /// The errors of a spin that timed out: one `Timeout` per gated Worker (at least
@@ -99,23 +97,17 @@ impl WorkerList {
     /// that Worker ran a callback after `marks` (see `error::timed_out`). With `marks`
     /// `None` every Worker counts as busy.
     pub(crate) fn timeouts(&self, marks: Option<&CallbackMarks>) -> Vec<RclrsError> {
-        let entries = self.entries.lock().unwrap();
-        let mut errors: Vec<_> = entries
-            .running
-            .iter()
-            .filter(|e| e.gated)
-            .map(|e| {
-                let ran = e.mailbox.callbacks_run();
-                let idle = marks.is_some_and(|marks| {
-                    marks
-                        .0
-                        .iter()
-                        .find(|(counters, _)| Arc::ptr_eq(counters, &e.mailbox))
-                        .is_none_or(|(_, mark)| ran == *mark)
-                });
-                crate::error::timed_out(idle)
-            })
-            .collect();
+        let mut errors = self.read_gated(|mailbox| {
+            let ran = mailbox.callbacks_run();
+            let idle = marks.is_some_and(|marks| {
+                marks
+                    .0
+                    .iter()
+                    .find(|(counters, _)| Arc::ptr_eq(counters, mailbox))
+                    .is_none_or(|(_, mark)| ran == *mark)
+            });
+            crate::error::timed_out(idle)
+        });
         if errors.is_empty() {
             errors.push(crate::error::timed_out(marks.is_some()));
         }
@@ -125,15 +117,8 @@ impl WorkerList {
     /// What is waiting for the gated Workers right now (in their mailboxes, or deferred
     /// by the last single pass to the next one), and the `tasks` not polled yet.
     pub(crate) fn backlog(&self, tasks: &Arc<TaskCounters>) -> Backlog {
-        let mailboxes = self
-            .entries
-            .lock()
-            .unwrap()
-            .running
-            .iter()
-            .filter(|e| e.gated)
-            .filter_map(|e| Some((Arc::clone(&e.mailbox), e.mailbox.backlog_target()?)))
-            .collect();
+        let targets = self.read_gated(|m| Some((Arc::clone(m), m.backlog_target()?)));
+        let mailboxes = targets.into_iter().flatten().collect();
         let tasks = tasks
             .backlog_target()
             .map(|spawned| (Arc::clone(tasks), spawned));

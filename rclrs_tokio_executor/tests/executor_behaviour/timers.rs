@@ -422,7 +422,11 @@ pub(crate) fn a_timer_keeps_its_period_after_use_sim_time_flips_many_times(make:
         assert!(
             (wall_periods * 6 / 10..=wall_periods + 5).contains(&on_wall_time),
             "{on_wall_time} fires of a 10 ms timer in {wall_periods} periods of wall time \
-             after the flips"
+             after the flips (timer ready: {:?}, until its next call: {:?}, node clock: \
+             {} ns)",
+            timer.is_ready(),
+            timer.time_until_next_call(),
+            node.get_clock().now().nsec,
         );
     });
     let _ = stop.send(());
