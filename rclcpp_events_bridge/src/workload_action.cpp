@@ -72,8 +72,11 @@ int64_t round_trip(rclcpp_action::Client<BenchCount> & client)
             !accepted.get() ? "the server rejected a goal" :
             "a goal's result did not come within 5 s");
   }
-  if (finished.get() != rclcpp_action::ResultCode::SUCCEEDED) {
-    throw std::runtime_error("a goal did not succeed");
+  const auto code = finished.get();
+  if (code != rclcpp_action::ResultCode::SUCCEEDED) {
+    throw std::runtime_error(
+            "a goal did not succeed (result code " + std::to_string(static_cast<int>(code)) +
+            ", " + std::to_string((bench::monotonic_ns() - sent) / 1000) + " us after its request)");
   }
   return bench::monotonic_ns() - sent;
 }
@@ -110,7 +113,7 @@ int run_action(const Config & config)
   if (!client->wait_for_action_server(std::chrono::seconds(20))) {
     throw std::runtime_error("the action server was not ready within 20 s");
   }
-  round_trip(*client);
+  round_trip(*client);  // the first goal, before the idle window
 
   const Window idle = idle_window(config);
   const RoundTrips goals = drive_round_trips(
