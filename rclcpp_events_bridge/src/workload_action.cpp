@@ -74,9 +74,10 @@ int64_t round_trip(rclcpp_action::Client<BenchCount> & client)
   }
   const auto code = finished.get();
   if (code != rclcpp_action::ResultCode::SUCCEEDED) {
+    const int64_t after_us = (bench::monotonic_ns() - sent) / 1000;
     throw std::runtime_error(
             "a goal did not succeed (result code " + std::to_string(static_cast<int>(code)) +
-            ", " + std::to_string((bench::monotonic_ns() - sent) / 1000) + " us after its request)");
+            ", " + std::to_string(after_us) + " us after its request)");
   }
   return bench::monotonic_ns() - sent;
 }
