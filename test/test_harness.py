@@ -165,6 +165,32 @@ def test_what_is_queued_when_the_window_closes_is_accounted_for():
     assert m['received'] + m['dropped'] == m['sent'], m
 
 
+def test_the_stats_variant_publishes_the_introspection_beside_the_stream():
+    """`rclrs_tokio_stats` (`--stats-period-ms`) runs the publication's timer beside the
+    stream: its callbacks are the stream's plus about one per period; the plain node's
+    are the stream's alone. Other executors refuse the flag."""
+    node = find_installed('rclrs_tokio_benchmarks', 'bench_node')
+    assert 'rclrs_tokio_stats' in EXECUTORS
+
+    def run(*extra):
+        proc = subprocess.run(
+            [str(node), '--executor', 'rclrs_tokio', '--workload', 'stream', '--rate-hz',
+             '500', '--seconds', '1', '--warmup-s', '0.5', *extra],
+            capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    plain, watched = run(), run('--stats-period-ms', '50')
+    assert plain['executor_stats']['callbacks'] == plain['received'], plain
+    extra = watched['executor_stats']['callbacks'] - watched['received']
+    assert 15 <= extra <= 40, watched  # 1.5 s at 50 ms: about 30 publications
+    refused = subprocess.run(
+        [str(node), '--executor', 'rclrs_basic', '--stats-period-ms', '50'],
+        capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0
+    assert 'only rclrs_tokio publishes its stats' in refused.stderr
+
+
 def test_fanout_rows_apply_where_the_workload_exists():
     # One fan-out subscription: only the Rust executors have FanoutSubscription.
     for scenario in ['fanout_shared', 'fanout_shared_on_worker_1kHz']:

@@ -126,8 +126,9 @@ for _m in (1, 2):
         'received_per_s', True, 'drop_pct', not_for=_NO_RAW)
 
 # Timer scenarios run the timer nodes: steady-clock rate, and sim time via /clock.
-_NO_TIMER = frozenset({'raw_rcl', 'raw_push', 'rclrs_tokio_traced', 'rclrs_tokio_linger',
-                       'rclrs_tokio_1thread', 'rclrs_tokio_follow_load'})
+_NO_TIMER = frozenset({'raw_rcl', 'raw_push', 'rclrs_tokio_traced', 'rclrs_tokio_stats',
+                       'rclrs_tokio_linger', 'rclrs_tokio_1thread',
+                       'rclrs_tokio_follow_load'})
 for _name, _args, _metric, _extra in [
         ('timer_1kHz', ('--rate-hz', '1000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
         ('timer_10kHz', ('--rate-hz', '10000'), 'timer_rate_hz', 'timer_jitter_p99_us'),
@@ -154,9 +155,9 @@ SCENARIOS['timer_1kHz_contended'] = Scenario('timer', ('--rate-hz', '1000'),
 # executors' rows of the plain scenario). The `_contended_dedicated` variants also put
 # those threads under SCHED_FIFO (priority 80), which needs root or CAP_SYS_NICE: the
 # harness says when it is not root, and the row's `dedicated` object says what applied.
-_ONLY_TOKIO = _RCLCPP | {'rclrs_tokio_traced', 'rclrs_tokio_linger', 'rclrs_tokio_1thread',
-                         'rclrs_tokio_follow_load', 'rclrs_basic', 'raw_rcl',
-                         'raw_push'}
+_ONLY_TOKIO = _RCLCPP | {'rclrs_tokio_traced', 'rclrs_tokio_stats', 'rclrs_tokio_linger',
+                         'rclrs_tokio_1thread', 'rclrs_tokio_follow_load', 'rclrs_basic',
+                         'raw_rcl', 'raw_push'}
 for _name, _extra_args in [('cpu_10kHz', ()), ('latency_1kHz', ()), ('latency_1kHz_xproc', ()),
                            ('latency_1kHz_contended', ('--fifo-priority', '80')),
                            ('timer_1kHz_contended', ('--fifo-priority', '80'))]:
@@ -181,6 +182,9 @@ EXECUTORS = {
     # The same executor with stage tracing on: its rows carry the stage breakdown, and
     # set beside rclrs_tokio's in one interleaved run they measure what tracing costs.
     'rclrs_tokio_traced': ('rclrs_tokio_benchmarks', 'bench_node', None),
+    # The same executor publishing its introspection (`ExecutorStats::publish_on`) ten
+    # times a second: beside rclrs_tokio's rows, what an operator watching it costs.
+    'rclrs_tokio_stats': ('rclrs_tokio_benchmarks', 'bench_node', None),
     # The same executor with a 30 µs linger (the `linger` option, off by default): whether
     # watching the mailbox before parking pays depends on the host.
     'rclrs_tokio_linger': ('rclrs_tokio_benchmarks', 'bench_node', None),
@@ -203,6 +207,7 @@ EXECUTORS = {
 }
 # Executors that run another one's node with extra flags: name -> (--executor, flags).
 VARIANTS = {'rclrs_tokio_traced': ('rclrs_tokio', ('--stage-tracing',)),
+            'rclrs_tokio_stats': ('rclrs_tokio', ('--stats-period-ms', '100')),
             'rclrs_tokio_linger': ('rclrs_tokio', ('--linger-us', '30')),
             'rclrs_tokio_1thread': ('rclrs_tokio', ('--threads', '1')),
             'rclrs_tokio_follow_load': ('rclrs_tokio', ('--follow-load',)),

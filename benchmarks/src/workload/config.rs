@@ -152,6 +152,11 @@ pub struct BenchArgs {
     /// `stages` object, from warm-up to the end of the window.
     #[arg(long = "stage-tracing")]
     pub stage_tracing: bool,
+    /// Publish the executor's introspection (`ExecutorStats::publish_on`) on
+    /// `<topic>_executor_stats` every this many milliseconds (rclrs_tokio only; 0, the
+    /// default: no publication): set beside a run without it, what watching costs.
+    #[arg(long = "stats-period-ms", default_value_t = 0)]
+    pub stats_period_ms: u64,
     /// `--dedicated-workers`, `--cpus`, `--fifo-priority`.
     #[command(flatten)]
     pub dedicated: crate::cli::DedicatedArgs,
@@ -226,6 +231,8 @@ pub struct Config {
     pub idle_exit: Duration,
     /// `--stage-tracing`.
     pub stage_tracing: bool,
+    /// `--stats-period-ms`: how often the executor's stats are published, if at all.
+    pub stats_period: Option<Duration>,
     /// `--dedicated-workers`, `--cpus` and `--fifo-priority`.
     pub dedicated: Option<DedicatedWorkers>,
     /// `--linger-us`.
@@ -262,6 +269,9 @@ impl Config {
         }
         if args.stage_tracing && args.executor != ExecutorName::RclrsTokio {
             return Err("--stage-tracing: only rclrs_tokio traces stages".into());
+        }
+        if args.stats_period_ms > 0 && args.executor != ExecutorName::RclrsTokio {
+            return Err("--stats-period-ms: only rclrs_tokio publishes its stats".into());
         }
         if args.shared_subscription
             && !matches!(
@@ -317,6 +327,8 @@ impl Config {
             work: Duration::from_micros(args.work_us),
             idle_exit: Duration::from_secs_f64(args.idle_exit_s),
             stage_tracing: args.stage_tracing,
+            stats_period: (args.stats_period_ms > 0)
+                .then(|| Duration::from_millis(args.stats_period_ms)),
             dedicated,
             linger: Duration::from_micros(args.linger_us),
             follow_load: args.follow_load,

@@ -14,9 +14,11 @@
 
 use super::Config;
 use crate::{raw_push, raw_rcl};
-use rclrs::{Context, CreateBasicExecutor, Executor, SpinOptions};
+use rclrs::{Context, CreateBasicExecutor, Executor, Node, SpinOptions};
 use rclrs_tokio_executor::capture::CaptureRuntime;
-use rclrs_tokio_executor::{CreateTokioExecutor, ExecutorStats, TokioExecutorOptions};
+use rclrs_tokio_executor::{
+    CreateTokioExecutor, ExecutorStats, StatsPublication, TokioExecutorOptions,
+};
 use std::sync::{
     atomic::{AtomicBool, Ordering},
     Arc, Mutex,
@@ -32,6 +34,13 @@ pub struct Setup {
     capture: CaptureRuntime,
     raw: Option<RawLoop>,
     stats: Option<ExecutorStats>,
+    publication: Option<Publication>,
+}
+
+/// `--stats-period-ms`: the node that publishes the executor's stats, and its timer.
+struct Publication {
+    _node: Node,
+    _timer: StatsPublication,
 }
 
 /// The executor-less floors.
@@ -66,6 +75,18 @@ impl Setup {
             "rclrs_basic" => (context.create_basic_executor(), None),
             _ => (context.create_executor(capture.clone()), None),
         };
+        let publication = match (&stats, config.stats_period) {
+            (Some(stats), Some(period)) => {
+                let node = executor.create_node(&*format!("{}_stats", config.topic))?;
+                let topic = format!("{}_executor_stats", config.topic);
+                let timer = stats.publish_on(&node, &topic, period)?;
+                Some(Publication {
+                    _node: node,
+                    _timer: timer,
+                })
+            }
+            _ => None,
+        };
         Ok(Self {
             context,
             executor,
@@ -76,6 +97,7 @@ impl Setup {
                 _ => None,
             },
             stats,
+            publication,
         })
     }
 
@@ -89,6 +111,7 @@ impl Setup {
             capture,
             raw,
             stats,
+            publication,
         } = self;
         let thread = if let Some(raw) = raw {
             let captured = capture
@@ -129,6 +152,7 @@ impl Setup {
             stop_tx,
             thread: Some(thread),
             stats,
+            _publication: publication,
         })
     }
 }
@@ -142,6 +166,7 @@ pub struct Spinner {
     stop_tx: StopSender,
     thread: Option<JoinHandle<Result<Executor, String>>>,
     stats: Option<ExecutorStats>,
+    _publication: Option<Publication>,
 }
 
 impl Spinner {
