@@ -104,8 +104,9 @@ def test_churn_is_clean_under_valgrind(tmp_path):
     # About 25 s under valgrind on a 2-core machine; its gdbserver gives the stacks if not.
     vgdb_prefix = str(tmp_path / 'vgdb')
     result, proc = stress('r2-churn', 'tokio', '--rounds', str(VALGRIND_ROUNDS), '--gentle',
-                          prefix=['valgrind', '--error-exitcode=97', '--leak-check=no',
-                                  '--vgdb=yes', f'--vgdb-prefix={vgdb_prefix}'],
+                          prefix=['valgrind', '--fair-sched=yes', '--error-exitcode=97',
+                                  '--leak-check=no', '--vgdb=yes',
+                                  f'--vgdb-prefix={vgdb_prefix}'],
                           timeout=420, vgdb_prefix=vgdb_prefix)
     summary = re.search(r'ERROR SUMMARY: (\d+) errors', proc.stderr)
     assert summary, f'no valgrind summary\n{proc.stderr[-3000:]}'

@@ -13,8 +13,9 @@ still win. They leave out what time adds: the kernel (futex waits, wake-ups), ca
 misses and the CPU's speed. Use them beside the harness's timed rows, never instead.
 
 Method: each executor's node runs the scenario (a `message` one, in one process) under
-`valgrind --tool=callgrind --separate-threads=yes`, at a low rate so that valgrind keeps
-up (500 Hz by default: under callgrind a message costs about fifty times as long).
+`valgrind --tool=callgrind --fair-sched=yes --separate-threads=yes`, at a low rate so
+that valgrind keeps up (500 Hz by default: under callgrind a message costs about fifty
+times as long).
 valgrind's start-up (loading and instrumenting the middleware) takes seconds and varies
 with the machine's load and page cache, so the harness first dumps once a second until
 a dump shows the node publishing. After the warm-up from there it zeroes the counts
@@ -174,8 +175,12 @@ def measure(node: Path, scenario: str, executor: str, rate_hz: int, warmup: floa
     # The gdbserver pipes callgrind_control talks through go in `work` too, away from
     # those that valgrind runs killed earlier left in /tmp.
     vgdb_prefix = f'--vgdb-prefix={work}/vgdb'
-    valgrind = ['valgrind', '--tool=callgrind', '--separate-threads=yes', '--dump-instr=no',
-                vgdb_prefix, f'--callgrind-out-file={work}/cg.%p']
+    # valgrind runs one thread at a time. With its default lock a thread that keeps
+    # running (a Fast DDS flow-controller thread resending the first samples) can hold
+    # it for minutes while the main thread still creates the node's entities: seen in
+    # about one start in five on a 2-core AMD host. The fair scheduler hands it round.
+    valgrind = ['valgrind', '--tool=callgrind', '--fair-sched=yes', '--separate-threads=yes',
+                '--dump-instr=no', vgdb_prefix, f'--callgrind-out-file={work}/cg.%p']
     # Discovery off: the node's own subscriptions still match its publisher, and no other
     # ROS process on the machine (a test suite, another count) adds its discovery traffic
     # to the middleware's threads, that is to the receive side.
@@ -325,7 +330,7 @@ def main(argv=None) -> int:
         'command': ' '.join(shlex.quote(a) for a in
                             ['benchmarks/harness/instructions.py', *(argv or sys.argv[1:])]),
         'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
-        'method': {'tool': 'valgrind --tool=callgrind --separate-threads=yes',
+        'method': {'tool': 'valgrind --tool=callgrind --fair-sched=yes --separate-threads=yes',
                    'environment': 'ROS_AUTOMATIC_DISCOVERY_RANGE=OFF',
                    'rate_hz': args.rate_hz, 'warmup_s': args.warmup,
                    'window_s': args.window,

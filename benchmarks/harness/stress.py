@@ -168,7 +168,8 @@ def main(argv=None) -> int:
             if case == 'r2' and executor == 'tokio' and args.valgrind_rounds:
                 variants.append((f'valgrind, {args.valgrind_rounds} rounds',
                                  ['--rounds', str(args.valgrind_rounds), '--gentle'],
-                                 ['valgrind', '--error-exitcode=97', '--leak-check=no']))
+                                 ['valgrind', '--fair-sched=yes', '--error-exitcode=97',
+                                  '--leak-check=no']))
             for variant, extra, prefix in variants:
                 result = run_case(binary, case, executor, extra, args.full and prefix is None,
                                   prefix)
