@@ -38,7 +38,7 @@ use std::sync::{
 };
 use std::time::{Duration, Instant};
 use support::sim_clock::{SimClock, SEC};
-use support::{publish_to, run_to_end, spin_for, unique, wait_matched};
+use support::{publish_to, run_to_end, spin_for, unique, wait_matched, Halter};
 
 type MakeExecutor = fn(&Context) -> Executor;
 

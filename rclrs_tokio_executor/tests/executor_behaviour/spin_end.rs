@@ -43,14 +43,10 @@ pub(crate) fn spin_once_timeout_and_halt_return_as_specified(make: MakeExecutor)
     assert!(start.elapsed() < Duration::from_secs(5));
 
     // Halt from another thread stops an unbounded spin, without an error.
-    let commands = Arc::clone(executor.commands());
     let start = Instant::now();
-    let halter = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
-        commands.halt_spinning();
-    });
+    let halter = Halter::start(&executor, Duration::from_millis(100));
     let errors = executor.spin(SpinOptions::default().timeout(PATIENCE));
-    halter.join().unwrap();
+    halter.spin_returned();
     assert!(errors.is_empty(), "{errors:?}");
     assert!(start.elapsed() < Duration::from_secs(10));
 

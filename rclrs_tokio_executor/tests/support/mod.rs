@@ -232,6 +232,56 @@ pub fn spin_until_resolved_without_alarm(
     errors
 }
 
+/// Halts the executor's spin from another thread, `after` the call and then every
+/// millisecond, until [`Halter::spin_returned`]. rclrs clears the halt flag as a spin
+/// starts, so a single halt that lands before the spin began (the spinning thread
+/// preempted for longer than `after`) would be lost, for every executor alike, and the
+/// spin would run to its timeout.
+pub struct Halter {
+    returned: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Halter {
+    pub fn start(executor: &Executor, after: Duration) -> Self {
+        let commands = Arc::clone(executor.commands());
+        let returned = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let returned = Arc::clone(&returned);
+            std::thread::spawn(move || {
+                std::thread::sleep(after);
+                while !returned.load(Ordering::SeqCst) {
+                    commands.halt_spinning();
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+        };
+        Self {
+            returned,
+            thread: Some(thread),
+        }
+    }
+
+    /// The spin returned: stop halting (a halt still in flight is cleared by the next
+    /// spin's start).
+    pub fn spin_returned(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.returned.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Halter {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Spin for `duration`; nothing but the timeout may be reported.
 #[track_caller]
 pub fn spin_for(executor: &mut Executor, duration: Duration) {

@@ -348,14 +348,10 @@ impl Sequence {
     }
 
     pub(super) fn halt_from_another_thread(&mut self) -> String {
-        let commands = Arc::clone(self.executor.commands());
-        let halter = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(3));
-            commands.halt_spinning();
-        });
         let start = Instant::now();
+        let halter = Halter::start(&self.executor, Duration::from_millis(3));
         let errors = self.spin(SpinOptions::default().timeout(PATIENCE), None);
-        halter.join().unwrap();
+        halter.spin_returned();
         if !errors.is_empty() || start.elapsed() > OVERRUN {
             self.observer.violated(format!(
                 "a halted spin returned {errors:?} after {:?}",
