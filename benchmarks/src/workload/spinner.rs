@@ -77,7 +77,8 @@ impl Setup {
         };
         let publication = match (&stats, config.stats_period) {
             (Some(stats), Some(period)) => {
-                let node = executor.create_node(&*format!("{}_stats", config.topic))?;
+                // A fixed node name: `--topic` may hold slashes, which a node name may not.
+                let node = executor.create_node("bench_executor_stats")?;
                 let topic = format!("{}_executor_stats", config.topic);
                 let timer = stats.publish_on(&node, &topic, period)?;
                 Some(Publication {
