@@ -1,7 +1,7 @@
 """The executor's lock-free protocols under loom, in every interleaving: an entity's
 coalescing of push notifications against a draining Worker
-(`rclrs_tokio_executor/src/runtime/entity/coalescing.rs`), and a thread's park and
-wake-up around a future it polls itself (`src/runtime/parking.rs`).
+(`rclrs_tokio_executor/src/runtime/entity/coalescing.rs`), and a dedicated Worker
+thread's park and wake-up (`src/runtime/dedicated_thread/parking.rs`).
 
 The models need the crate built with its `loom-model` feature, which swaps the protocol's
 atomics for loom's (a build that cannot run an executor), so the crate's own `cargo test`

@@ -37,9 +37,6 @@
 //!   light ones gather on one thread, a saturated thread hands one to an idler thread.
 //! - [`dedicated_thread`]: a Worker on an OS thread of its own (sync mode), parked on a
 //!   futex between items, optionally pinned and under SCHED_FIFO; the same drain loop.
-//! - [`parking`]: a future polled on the calling thread, parked on a futex between
-//!   wake-ups: a dedicated Worker's thread, and a Worker alone on its pool thread
-//!   (`worker_task`'s solo park).
 //!
 //! # Life of a message
 //!
@@ -75,7 +72,6 @@ pub(crate) mod fallback_waiter;
 pub(crate) mod hand_over;
 pub(crate) mod mailbox;
 pub(crate) mod panics;
-pub(crate) mod parking;
 pub(crate) mod placement;
 pub(crate) mod shared;
 pub(crate) mod signals;

@@ -4,8 +4,8 @@
 //! # Protocol
 //!
 //! The thread runs the same drain loop as a Worker on the Tokio threads
-//! (`WorkerTask::run`); only what drives it differs. [`block_on`] (`runtime::parking`)
-//! polls the future and, when it is pending, parks the thread with `std::thread::park` (a
+//! (`WorkerTask::run`); only what drives it differs. [`block_on`] (`parking.rs`) polls
+//! the future and, when it is pending, parks the thread with `std::thread::park` (a
 //! futex on Linux). The future's waker sets a `notified` flag and unparks the thread
 //! only if the flag was clear, so a burst of arrivals costs one unpark, and a wake that
 //! comes while the future is being polled is not lost: the flag is checked before
@@ -29,10 +29,13 @@
 //! executor waits (up to `threads::TEARDOWN_PATIENCE`) for its dedicated threads to end, so
 //! their entities are finalized before the drop returns, as the pool's are.
 
+mod parking;
+
+use parking::block_on;
+
 use crate::ffi;
 use crate::options::{DedicatedThread, DedicatedWorkers, Placement};
 use crate::runtime::{
-    parking::block_on,
     shared::ExecutorShared,
     threads,
     timer_scheduler::{self, TimerScheduler},

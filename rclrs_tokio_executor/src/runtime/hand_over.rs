@@ -39,8 +39,7 @@
 use crate::ffi;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::thread::Thread;
+use std::sync::Mutex;
 
 type Work = Box<dyn FnOnce()>;
 
@@ -95,25 +94,12 @@ pub(crate) struct ThreadWake {
     /// The thread is under SCHED_BATCH for a quiet wake-up (changed under `switching`).
     quieted: AtomicBool,
     switching: Mutex<()>,
-    /// The thread, for [`nudge`](Self::nudge)'s unpark.
-    thread: OnceLock<Thread>,
-    /// The thread is in a solo park (`worker_task::solo_park`): parked on a futex of its
-    /// own, not in its runtime's driver, which then hears nothing.
-    solo: AtomicBool,
-    /// The runtime has work a solo park would keep from it (a task spawned onto it from
-    /// elsewhere, the pool's stop): the next solo park gives up.
-    nudged: AtomicBool,
-    /// The thread never parks solo again: its runtime's handle went to code off the pool
-    /// (a dedicated Worker's thread), which may spawn onto it at any time, or the pool
-    /// stops (its runtime must see that even while a stream keeps the Worker busy).
-    solo_ended: AtomicBool,
 }
 
 impl ThreadWake {
     /// On the pool thread `index`, as it starts.
     pub(crate) fn started(&self, index: usize) {
         POOL_INDEX.with(|own| own.set(Some(index)));
-        let _ = self.thread.set(std::thread::current());
         if let Some(tid) = ffi::normal_thread_id() {
             self.tid.store(tid, Ordering::Relaxed);
         }
@@ -163,50 +149,5 @@ impl ThreadWake {
         {
             self.quieted.store(true, Ordering::SeqCst);
         }
-    }
-
-    /// Whether the thread may park solo (see `solo_ended`).
-    pub(crate) fn may_park_solo(&self) -> bool {
-        !self.solo_ended.load(Ordering::SeqCst)
-    }
-
-    /// No more solo parks on this thread (see `solo_ended`); one in progress ends.
-    pub(crate) fn end_solo_parks(&self) {
-        self.solo_ended.store(true, Ordering::SeqCst);
-        self.nudge();
-    }
-
-    /// The thread's runtime has work from elsewhere: end a solo park, or the next one.
-    ///
-    /// The flag is set before `solo` is read, and a solo park sets `solo` before it reads
-    /// the flag (both sequentially consistent): either this sees the park and unparks
-    /// it, or the park sees the flag and gives up.
-    pub(crate) fn nudge(&self) {
-        self.nudged.store(true, Ordering::SeqCst);
-        if self.solo.load(Ordering::SeqCst) {
-            if let Some(thread) = self.thread.get() {
-                thread.unpark();
-            }
-        }
-    }
-
-    /// On the thread, as a solo park begins: parked, as the runtime's park hook says
-    /// (so the hand-over work runs now, and wake-ups from other pool threads may be
-    /// quiet).
-    pub(crate) fn solo_parking(&self) {
-        self.solo.store(true, Ordering::SeqCst);
-        self.parking();
-    }
-
-    /// On the thread, before each park of a solo park: true (and the nudge consumed) if
-    /// it must give up.
-    pub(crate) fn nudged(&self) -> bool {
-        self.nudged.swap(false, Ordering::SeqCst)
-    }
-
-    /// On the thread, as a solo park ends, before it runs anything.
-    pub(crate) fn solo_unparked(&self) {
-        self.solo.store(false, Ordering::SeqCst);
-        self.unparked();
     }
 }

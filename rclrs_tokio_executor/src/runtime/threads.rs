@@ -202,7 +202,6 @@ impl Threads {
                 let thread = &threads[index];
                 let home = Home::new(index, Arc::clone(&thread.load));
                 thread.handle.spawn(task(Some(home)));
-                thread.wake.nudge();
             }
             // A Worker task ends when told to shut down (`workers.rs`).
             Self::External { handle, .. } => {
@@ -221,14 +220,6 @@ impl Threads {
                     thread.wake.quiet();
                 }
             }
-        }
-    }
-
-    /// Pool thread `index`'s sleep (see `hand_over` and `worker_task::solo_park`).
-    pub(crate) fn wake_of(&self, index: usize) -> Option<&ThreadWake> {
-        match self {
-            Self::Pool { threads, .. } => threads.get(index).map(|t| &*t.wake),
-            Self::External { .. } => None,
         }
     }
 
@@ -261,7 +252,6 @@ impl Threads {
                 }
                 let index = next_task.fetch_add(1, Ordering::Relaxed) % threads.len();
                 threads[index].handle.spawn(task);
-                threads[index].wake.nudge();
             }
             Self::External { handle, tasks, .. } => {
                 if let Some(spawned) = handle.spawn(task) {
@@ -282,15 +272,12 @@ impl Threads {
     /// executor was dropped.
     pub(crate) fn handle_for_dedicated(&self) -> Option<Handle> {
         match self {
-            Self::Pool { threads, .. } => {
-                let thread = threads
-                    .iter()
-                    .min_by_key(|t| t.load.workers())
-                    .expect("a pool has at least one thread");
-                // Its callbacks may spawn onto that runtime from their own thread.
-                thread.wake.end_solo_parks();
-                thread.handle.get()
-            }
+            Self::Pool { threads, .. } => threads
+                .iter()
+                .min_by_key(|t| t.load.workers())
+                .expect("a pool has at least one thread")
+                .handle
+                .get(),
             Self::External { handle, .. } => handle.get(),
         }
     }
@@ -327,11 +314,10 @@ impl Threads {
 
     /// Stop the pool's threads; their runtimes drop the tasks still on them.
     pub(crate) fn stop(&self) {
-        if let Self::Pool { stop, threads, .. } = self {
+        if let Self::Pool { stop, .. } = self {
             for sender in stop.lock().unwrap().drain(..) {
                 let _ = sender.send(());
             }
-            threads.iter().for_each(|t| t.wake.end_solo_parks());
         }
     }
 

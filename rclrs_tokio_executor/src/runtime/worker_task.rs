@@ -27,19 +27,15 @@
 //! done), [`registration`] (how a new Waitable is taken in), [`drain`] (how an
 //! entity's arrivals are executed), [`activity`] (the listeners told after every
 //! callback), [`linger`] (the nap after a backlog, and the brief watch of the mailbox
-//! under a sustained stream), [`idle_wait`] (what wakes the task when its mailbox is
-//! empty), [`solo_park`] (how a pool Worker alone on its thread waits for that without
-//! Tokio), [`timer_wake`] (how a pool Worker waits for its own timers' deadlines) and
-//! [`stage_trace`] (timestamps of a drain while stage tracing is
+//! under a sustained stream), [`timer_wake`] (how a pool Worker waits for its own
+//! timers' deadlines) and [`stage_trace`] (timestamps of a drain while stage tracing is
 //! on).
 
 mod activity;
 mod control;
 mod drain;
-mod idle_wait;
 mod linger;
 mod registration;
-mod solo_park;
 mod stage_trace;
 mod timer_wake;
 
@@ -57,14 +53,13 @@ use crate::runtime::{
     workers::{Control, WorkerEntry},
 };
 use crate::stats::worker_counters::WorkerCounters;
-use idle_wait::Woken;
 use linger::LingerState;
 use rclrs::{log_error, Context, GuardCondition, WeakActivityListener};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
-use timer_wake::TimerWake;
+use timer_wake::{wait_for_timers, TimerWake};
 use tokio::sync::{mpsc, oneshot};
 
 /// How many mailbox items a Worker runs before yielding to other tasks (it also yields
@@ -275,16 +270,27 @@ impl WorkerTask {
                 None => {
                     // The Worker's own timers that are due go into the mailbox first.
                     let look_again = self.timer_wake.as_ref().and_then(TimerWake::prepare);
-                    match self.next_wake(pass, waiting_for_pass, look_again).await {
-                        Woken::Item(Some(item)) => item,
-                        Woken::Item(None) | Woken::Control(None) => return None,
-                        Woken::Control(Some(control)) => {
-                            if self.handle_control(control) {
-                                return None;
+                    // The mailbox first: a Worker woken for an item then takes it
+                    // without polling its control channel too (the loop's top has just
+                    // emptied that; what reaches it since waits one batch, as if sent a
+                    // moment later).
+                    tokio::select! {
+                        biased;
+                        item = self.mailbox.recv() => match item {
+                            Some(item) => item,
+                            None => return None,
+                        },
+                        control = self.control.recv() => {
+                            match control {
+                                Some(control) => if self.handle_control(control) { return None },
+                                None => return None,
                             }
                             continue;
                         }
-                        Woken::NewPass | Woken::Timers => continue,
+                        // Deferred entities go back into the mailbox when a new pass
+                        // begins.
+                        _ = shared.gate.opened_after(pass), if waiting_for_pass => continue,
+                        _ = wait_for_timers(self.timer_wake.as_mut(), look_again) => continue,
                     }
                 }
             };

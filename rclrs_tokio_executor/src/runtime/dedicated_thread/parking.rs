@@ -1,6 +1,4 @@
-//! Driving a future on the current thread, parked between wake-ups: to its end
-//! ([`block_on`], a dedicated Worker's thread), or until the caller gives up waiting
-//! ([`poll_parked`], a Worker alone on its pool thread, see `worker_task::solo_park`).
+//! Driving a future on the current thread, parked between wake-ups ([`block_on`]).
 //!
 //! # Protocol
 //!
@@ -31,7 +29,7 @@ use std::{
 };
 
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
@@ -48,7 +46,7 @@ fn park_until(_deadline: Instant) {
 }
 
 /// Wakes a parked thread, at most once per park.
-pub(crate) struct ThreadWaker {
+struct ThreadWaker {
     thread: Thread,
     notified: AtomicBool,
 }
@@ -66,60 +64,28 @@ impl Wake for ThreadWaker {
     }
 }
 
-impl ThreadWaker {
-    /// A waker for the calling thread.
-    pub(crate) fn for_current() -> Arc<Self> {
-        Arc::new(Self {
-            thread: current(),
-            notified: AtomicBool::new(false),
-        })
-    }
-}
-
-/// What to do when a poll leaves the future pending.
-pub(crate) enum Park {
-    /// Park, at most until the instant.
-    Until(Instant),
-    /// Park until woken.
-    Forever,
-    /// Stop waiting: [`poll_parked`] returns `None`.
-    GiveUp,
-}
-
 /// Poll `future` to completion on this thread, parking while it is pending, at most
 /// until the instant `before_park` returns.
 pub(crate) fn block_on<F: Future>(
     future: F,
     mut before_park: impl FnMut() -> Option<Instant>,
 ) -> F::Output {
-    let state = ThreadWaker::for_current();
-    let output = poll_parked(pin!(future), &state, || match before_park() {
-        Some(deadline) => Park::Until(deadline),
-        None => Park::Forever,
+    let mut future = pin!(future);
+    let state = Arc::new(ThreadWaker {
+        thread: current(),
+        notified: AtomicBool::new(false),
     });
-    output.expect("a wait that never gives up ends only with the future")
-}
-
-/// Poll `future` on this thread with `state`'s waker, parking as `before_park` says
-/// while it is pending: its output, or `None` once `before_park` gives up (the future
-/// may then be polled on, with another waker).
-pub(crate) fn poll_parked<F: Future + ?Sized>(
-    mut future: Pin<&mut F>,
-    state: &Arc<ThreadWaker>,
-    mut before_park: impl FnMut() -> Park,
-) -> Option<F::Output> {
-    let waker = Waker::from(Arc::clone(state));
+    let waker = Waker::from(Arc::clone(&state));
     let mut cx = Context::from_waker(&waker);
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return Some(output);
+            return output;
         }
         // A wake during the poll left the flag set: poll again without parking.
         while !state.notified.swap(false, Ordering::AcqRel) {
             match before_park() {
-                Park::Until(deadline) => park_until(deadline),
-                Park::Forever => park(),
-                Park::GiveUp => return None,
+                Some(deadline) => park_until(deadline),
+                None => park(),
             }
         }
     }
