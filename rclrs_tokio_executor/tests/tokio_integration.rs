@@ -282,6 +282,73 @@ fn a_panicking_callback_is_contained_and_its_worker_keeps_serving() {
     assert_eq!(served.try_recv().unwrap(), Some(10));
 }
 
+/// A task spawned onto a pool thread's runtime from a thread off the pool, through the
+/// handle a callback took (`Handle::current()`), runs and its Tokio timer fires: while
+/// the Worker on that thread waits for work, and while a stream keeps waking it. (A
+/// Worker that parked its thread on a futex of its own while alone there, tried in
+/// FINDINGS.md's "A Worker alone on its thread parking itself", would hold such a task
+/// back until its next item or a patience ran out: this is what that patience guarded.)
+#[test]
+fn a_task_spawned_through_a_callbacks_runtime_handle_runs_while_its_worker_waits() {
+    let context = Context::default_from_env().unwrap();
+    let mut executor = context.create_tokio_executor();
+    let node = executor
+        .create_node(unique("handle_taken").as_str())
+        .unwrap();
+    let topic = unique("handle_taken_topic");
+    let handle = Arc::new(Mutex::new(None));
+    let taken = Arc::clone(&handle);
+    let _subscription = node
+        .create_subscription(topic.as_str().keep_last(10), move |_: Int32| {
+            taken
+                .lock()
+                .unwrap()
+                .get_or_insert_with(tokio::runtime::Handle::current);
+        })
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(10))
+        .unwrap();
+    support::publish_to(&publisher, 1, 1);
+    support::spin_until(&mut executor, || handle.lock().unwrap().is_some());
+    let handle = handle.lock().unwrap().clone().unwrap();
+    let spinning = std::thread::spawn(move || {
+        support::spin_for(&mut executor, Duration::from_secs(4));
+        executor
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut publishing = None;
+    for (round, streaming) in [(0, false), (1, true)] {
+        if streaming {
+            let publisher = publisher.clone();
+            publishing = Some(support::publish_until(
+                publisher,
+                &stop,
+                Some(Duration::from_millis(1)),
+            ));
+        }
+        for task in 0..10 {
+            // Let the Worker go back to waiting.
+            std::thread::sleep(Duration::from_millis(30));
+            let (ran, running) = std::sync::mpsc::channel();
+            let started = Instant::now();
+            handle.spawn(async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let _ = ran.send(());
+            });
+            running
+                .recv_timeout(Duration::from_secs(1))
+                .unwrap_or_else(|_| {
+                    panic!("round {round}, task {task}: not run within 1 s of its spawn")
+                });
+            assert!(started.elapsed() >= Duration::from_millis(5));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    publishing.unwrap().join().unwrap();
+    drop(spinning.join().unwrap());
+}
+
 /// Dropping an executor while it spins (its `spin_async` future dropped mid-spin, with a
 /// fast stream arriving): once the drop has returned, no callback starts.
 #[test]
