@@ -373,7 +373,15 @@ fn no_callback_starts_after_a_spinning_executor_is_dropped() {
         let stop = Arc::new(AtomicBool::new(false));
         let publishing = support::publish_until(publisher, &stop, None);
         let (elapsed_tx, elapsed) = oneshot::channel::<()>();
+        // The drop comes 30 ms after the first callback started (not after the spin
+        // began: on a loaded machine 30 ms of spinning may see none), so it lands
+        // while callbacks keep starting.
+        let first = Arc::clone(&started);
         let timer = std::thread::spawn(move || {
+            let deadline = Instant::now() + support::PATIENCE;
+            while first.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             std::thread::sleep(Duration::from_millis(30));
             let _ = elapsed_tx.send(());
         });
