@@ -7,12 +7,14 @@ import csv
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'benchmarks' / 'harness'))
+HARNESS = ROOT / 'benchmarks' / 'harness'
+sys.path.insert(0, str(HARNESS))
 
 from scenarios import EXECUTORS, FULL, SCENARIOS, TIMER_SCENARIOS, applicable, find_installed  # noqa: E402,E501
 
@@ -339,3 +341,35 @@ def test_instructions_refuses_what_it_cannot_count(tmp_path):
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, (args, proc.stderr)
         assert 'error:' in proc.stderr, (args, proc.stderr)
+
+
+def test_the_cpu_burners_die_with_a_harness_that_is_killed():
+    # A harness killed during a contended row (SIGKILL: no `finally` runs) must not leave
+    # its burners keeping both cores busy.
+    child = subprocess.Popen(
+        [sys.executable, '-c',
+         'import sys, time; sys.path.insert(0, sys.argv[1]); import bench\n'
+         'with bench.cpu_burners(2) as burners:\n'
+         '    print(" ".join(str(b.pid) for b in burners), flush=True)\n'
+         '    time.sleep(60)\n',
+         str(HARNESS)],
+        stdout=subprocess.PIPE, text=True)
+    pids = [int(pid) for pid in child.stdout.readline().split()]
+    assert len(pids) == 2
+    child.kill()
+    child.wait()
+    deadline = time.monotonic() + 5
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in pids if _running(pid)]
+        time.sleep(0.05)
+    assert not alive, f'burners {alive} outlived the harness'
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie, killed and not yet reaped, is not)."""
+    try:
+        stat = Path(f'/proc/{pid}/stat').read_text()
+    except OSError:
+        return False
+    return stat.rsplit(')', 1)[1].split()[0] != 'Z'

@@ -126,14 +126,28 @@ def _result(proc, cmd) -> dict:
     return json.loads(lines[-1])
 
 
+def _die_with_parent() -> None:
+    """In a child between fork and exec: have the kernel kill it when the harness dies,
+    however it dies (a `finally` block does not run when the harness is killed)."""
+    try:
+        import ctypes
+        import signal
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the `finally` below is all there is
+
+
 @contextlib.contextmanager
 def cpu_burners(count: int):
     """`count` processes that each keep one core busy, at normal priority, for as long
-    as the block runs."""
-    burners = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+    as the block runs, or the harness does: a harness killed during a contended row
+    (SIGTERM, SIGKILL) used to leave them burning both cores."""
+    burners = [subprocess.Popen([sys.executable, '-c', 'while True: pass'],
+                                preexec_fn=_die_with_parent)
                for _ in range(count)]
     try:
-        yield
+        yield burners
     finally:
         for burner in burners:
             burner.kill()
