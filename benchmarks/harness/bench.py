@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import datetime
 import json
 import os
 import platform
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -126,16 +128,19 @@ def _result(proc, cmd) -> dict:
     return json.loads(lines[-1])
 
 
-def _die_with_parent() -> None:
-    """In a child between fork and exec: have the kernel kill it when the harness dies,
-    however it dies (a `finally` block does not run when the harness is killed)."""
-    try:
-        import ctypes
-        import signal
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass  # not Linux: the `finally` below is all there is
+def _death_signal_setter():
+    """A function that, called in a child between fork and exec, has the kernel kill the
+    child when the harness dies, however it dies (a `finally` block does not run when the
+    harness is killed); `None` off Linux. Looked up here, in the parent, so the child
+    only makes the one call."""
+    if not sys.platform.startswith('linux'):
+        return None
+    prctl = ctypes.CDLL(None).prctl
+    pr_set_pdeathsig = 1
+    return lambda: prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+_DIE_WITH_PARENT = _death_signal_setter()
 
 
 @contextlib.contextmanager
@@ -144,7 +149,7 @@ def cpu_burners(count: int):
     as the block runs, or the harness does: a harness killed during a contended row
     (SIGTERM, SIGKILL) used to leave them burning both cores."""
     burners = [subprocess.Popen([sys.executable, '-c', 'while True: pass'],
-                                preexec_fn=_die_with_parent)
+                                preexec_fn=_DIE_WITH_PARENT)
                for _ in range(count)]
     try:
         yield burners
