@@ -20,7 +20,7 @@ type MakeExecutor = fn(&Context) -> Executor;
 
 /// A fresh executor with a node, and an action name of its own.
 fn fresh(make: MakeExecutor, name: &str) -> (Executor, Node, String) {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let executor = make(&context);
     let node = executor.create_node(unique(name).as_str()).unwrap();
     (executor, node, unique(&format!("{name}_fibonacci")))

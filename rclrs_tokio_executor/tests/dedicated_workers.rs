@@ -91,7 +91,7 @@ fn spin_for(executor: &mut Executor, promise: Promise<()>) {
 
 #[test]
 fn only_the_selected_workers_run_on_a_dedicated_thread() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let (mut executor, stats) = executor_with(
         &context,
         "ded-only",
@@ -167,7 +167,7 @@ fn only_the_selected_workers_run_on_a_dedicated_thread() {
 
 #[test]
 fn tokio_is_usable_inside_a_dedicated_workers_callbacks() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let (mut executor, _stats) = executor_with(&context, "ded-tokio", DedicatedWorkers::all());
     let node = executor
         .create_node(unique("dedicated_tokio").as_str())
@@ -188,7 +188,7 @@ fn tokio_is_usable_inside_a_dedicated_workers_callbacks() {
 
 #[test]
 fn a_dedicated_thread_ends_with_its_worker_and_with_the_executor() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let before = dedicated_threads("ded-end");
     let (mut executor, _stats) = executor_with(
         &context,
@@ -217,7 +217,7 @@ fn a_dedicated_thread_ends_with_its_worker_and_with_the_executor() {
 
 #[test]
 fn a_dedicated_workers_timer_is_ticked_by_its_own_thread_and_no_scheduler_thread() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let (mut executor, _stats) = executor_with(
         &context,
         "ded-tick",
@@ -264,7 +264,7 @@ fn a_dedicated_workers_timer_is_ticked_by_its_own_thread_and_no_scheduler_thread
 
 #[test]
 fn dedicated_workers_with_timers_come_and_go_during_spins_and_every_thread_ends() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let before = dedicated_threads("ded-churn");
     let (mut executor, _stats) = executor_with(
         &context,

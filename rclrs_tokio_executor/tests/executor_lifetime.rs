@@ -53,7 +53,7 @@ fn serve_and_drop(context: &Context, make: MakeExecutor) -> Kept {
 
 #[test]
 fn handles_kept_after_the_executor_hold_none_of_its_descriptors() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let makers: [(&str, MakeExecutor); 2] = [
         ("the pool", |context| context.create_tokio_executor()),
         ("dedicated Workers", dedicated_executor),

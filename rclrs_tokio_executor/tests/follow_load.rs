@@ -75,7 +75,7 @@ fn stream(node: &Node, topic: &str) -> (Arc<AtomicBool>, std::thread::JoinHandle
 
 #[test]
 fn light_workers_gather_on_one_thread_and_busy_ones_spread_again() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let name = unique("fl");
     let mut executor = follow_load_executor(&context, &name);
     let node = executor
@@ -120,7 +120,7 @@ fn light_workers_gather_on_one_thread_and_busy_ones_spread_again() {
 
 #[test]
 fn without_the_option_workers_stay_where_they_were_placed() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let name = unique("nf");
     let mut executor = context
         .create_tokio_executor_with(
@@ -150,7 +150,7 @@ fn without_the_option_workers_stay_where_they_were_placed() {
 
 #[test]
 fn executors_dropped_while_their_workers_move_end_cleanly() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut rounds_with_moves = 0;
     for round in 0..8 {
         let name = unique(&format!("fd{round}"));
@@ -223,7 +223,7 @@ fn executors_dropped_while_their_workers_move_end_cleanly() {
 
 #[test]
 fn a_worker_that_blocked_once_keeps_a_thread_of_its_own() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = follow_load_executor(&context, &unique("fb"));
     let node = executor.create_node(unique("blocking").as_str()).unwrap();
     // Worker `steady` hears a 1 kHz stream; Worker `blocking` sleeps 100 ms for each of

@@ -21,8 +21,7 @@ use support::{unique, wait_matched};
 const PATIENCE: Duration = Duration::from_secs(20);
 
 fn executor_with_stats() -> (Executor, ExecutorStats) {
-    Context::default_from_env()
-        .unwrap()
+    support::isolated_context()
         .create_tokio_executor_with_stats(TokioExecutorOptions::new())
         .unwrap()
 }

@@ -21,7 +21,7 @@ use support::{echo_service, unique, wait_matched};
 const PATIENCE: Duration = Duration::from_secs(20);
 
 fn executor_with_stats() -> (Executor, ExecutorStats) {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     context
         .create_tokio_executor_with_stats(TokioExecutorOptions::new())
         .unwrap()

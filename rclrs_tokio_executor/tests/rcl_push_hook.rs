@@ -49,7 +49,7 @@ struct Fixture {
 }
 
 fn fixture(name: &str) -> Fixture {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let runtime = CaptureRuntime::new();
     let executor = context.create_executor(runtime.clone());
     let node = executor.create_node(unique(name).as_str()).unwrap();

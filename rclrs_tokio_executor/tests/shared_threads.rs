@@ -16,7 +16,7 @@ use support::{busy_for, spin_until, unique, wait_matched};
 #[test]
 fn a_worker_with_a_slow_backlog_lets_the_others_on_its_thread_take_turns() {
     const BACKLOG: i32 = 50;
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = context
         .create_tokio_executor_with(TokioExecutorOptions::new().worker_threads(1))
         .unwrap();
@@ -78,7 +78,7 @@ fn a_worker_with_a_slow_backlog_lets_the_others_on_its_thread_take_turns() {
 
 #[test]
 fn workers_sharing_a_thread_under_slow_streams_keep_order_and_end_spins_on_time() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     for round in 0..4 {
         let mut executor = context
             .create_tokio_executor_with(TokioExecutorOptions::new().worker_threads(1))

@@ -25,7 +25,7 @@ fn counter() -> (Arc<AtomicUsize>, impl Fn() + Send + Sync + 'static) {
 
 #[test]
 fn timers_and_sleeps_follow_ros_time_from_clock() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = context.create_tokio_executor();
     let mut sim = SimClock::new("sim_time");
     let node = executor

@@ -67,14 +67,7 @@ struct Waiting {
 }
 
 fn with_waiting_messages(make: MakeExecutor, waiting: i32) -> Waiting {
-    with_waiting_messages_in(Context::default_from_env().unwrap(), make, waiting)
-}
-
-/// A context on a ROS domain of its own (derived from the process id, 100..=199), so
-/// that nodes other tests and processes create and drop are no graph change to it.
-fn isolated_context() -> Context {
-    let domain = 100 + std::process::id() as usize % 100;
-    Context::new([], InitOptions::new().with_domain_id(Some(domain))).unwrap()
+    with_waiting_messages_in(support::isolated_context(), make, waiting)
 }
 
 fn with_waiting_messages_in(context: Context, make: MakeExecutor, waiting: i32) -> Waiting {
@@ -135,7 +128,7 @@ fn an_idle_spin_once_waits_for_its_timeout(make: MakeExecutor) {
     // A graph change is a unit of work for the basic executor's wait set (its graph
     // guard condition): nodes of other tests on the same domain would end its spin_once
     // early, so this one has a domain of its own.
-    let mut w = with_waiting_messages_in(isolated_context(), make, 0);
+    let mut w = with_waiting_messages_in(support::isolated_context(), make, 0);
     // What creating the node and its entities queued (a ready guard condition, for the
     // basic executor's wait set) ends the first spin_once: let it go first.
     let _ = w
@@ -168,7 +161,7 @@ fn an_idle_spin_once_waits_for_its_timeout(make: MakeExecutor) {
 /// A timed spin in which nothing happens reports the idle wait set's timeout once per
 /// Worker: the node's and two Workers of its own, the executor's own counting as one.
 fn an_idle_timed_spin_reports_one_wait_timeout_per_worker(make: MakeExecutor) {
-    let mut executor = make(&isolated_context());
+    let mut executor = make(&support::isolated_context());
     let node = executor.create_node(unique("workers").as_str()).unwrap();
     let _workers = [node.create_worker(0_u32), node.create_worker(0_u32)];
     // What creating them queued (ready guard conditions, for the basic executor) goes
@@ -220,7 +213,7 @@ fn repeated_zero_timeout_spin_once_drains_waiting_messages_one_at_a_time(make: M
 
 fn a_spin_once_on_an_executor_without_nodes_waits_for_its_timeout(make: MakeExecutor) {
     // No node means no entity and no graph: nothing is work, not even the first time.
-    let mut executor = make(&isolated_context());
+    let mut executor = make(&support::isolated_context());
     for call in 0..2 {
         let start = Instant::now();
         let errors = executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(100)));
@@ -238,7 +231,7 @@ fn a_spin_once_polls_every_queued_async_task_and_waits_for_other_work(make: Make
     // work a spin_once waits for, so with nothing else ready it waits out its timeout
     // and reports it.
     const TASKS: usize = 20;
-    let mut w = with_waiting_messages_in(isolated_context(), make, 0);
+    let mut w = with_waiting_messages_in(support::isolated_context(), make, 0);
     let _ = w
         .executor
         .spin(SpinOptions::default().timeout(Duration::from_millis(100)));
@@ -265,7 +258,7 @@ fn a_spin_once_polls_every_queued_async_task_and_waits_for_other_work(make: Make
 fn every_zero_timeout_spin_runs_a_timer_that_is_always_due(make: MakeExecutor) {
     // A zero-period timer is due again as soon as it ran: each non-blocking pass finds
     // it ready, as `rcl_wait` with a zero timeout does.
-    let mut w = with_waiting_messages_in(isolated_context(), make, 0);
+    let mut w = with_waiting_messages_in(support::isolated_context(), make, 0);
     let fired = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&fired);
     let _timer = w
@@ -305,7 +298,7 @@ fn the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline(make: MakeExecuto
     // A fresh executor each time: node creation queues work the first spin must not
     // wait for beyond its deadline.
     for attempt in 0..5 {
-        let context = Context::default_from_env().unwrap();
+        let context = support::isolated_context();
         let mut executor = make(&context);
         let node = executor.create_node(unique("fresh").as_str()).unwrap();
         let _sub = node
@@ -325,7 +318,7 @@ fn the_first_timed_spin_on_a_fresh_executor_keeps_its_deadline(make: MakeExecuto
 /// 1,000 timed spins of 0 to 50 ms, a new executor every 50 spins, with or without a
 /// stream arriving; returns the overruns.
 fn the_first_spin_async_on_a_fresh_executor_keeps_its_deadline(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let executor = make(&context);
     let node = executor
         .create_node(unique("fresh_async").as_str())
@@ -348,7 +341,7 @@ fn the_first_spin_async_on_a_fresh_executor_keeps_its_deadline(make: MakeExecuto
 fn timed_spins_with_churn(make: MakeExecutor, traffic: bool) -> Vec<Duration> {
     let mut overruns = Vec::with_capacity(1000);
     for round in 0..20 {
-        let context = Context::default_from_env().unwrap();
+        let context = support::isolated_context();
         let mut executor = make(&context);
         let node = executor.create_node(unique("timed").as_str()).unwrap();
         let topic = unique("timed_topic");
@@ -401,7 +394,7 @@ fn timed_spins_keep_their_deadline_under_traffic(make: MakeExecutor) {
 }
 
 fn a_timeout_too_large_for_rcl_is_refused(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = make(&context);
     let _node = executor.create_node(unique("huge").as_str()).unwrap();
     let start = Instant::now();
@@ -500,7 +493,7 @@ suite!(tokio_on_a_users_runtime, support::users_runtime_executor);
 
 #[test]
 fn tokio_an_unbounded_timeout_is_refused_not_a_silent_no_op() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = context.create_tokio_executor();
     let _node = executor.create_node(unique("max").as_str()).unwrap();
     for options in [

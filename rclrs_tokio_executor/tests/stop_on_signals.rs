@@ -16,7 +16,7 @@ use support::{publish_until, unique, wait_matched};
 
 #[test]
 fn sigint_ends_the_spins_of_an_executor_that_stops_on_signals() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut stopping = context
         .create_tokio_executor_with(TokioExecutorOptions::new().stop_on_signals(true))
         .unwrap();

@@ -33,7 +33,7 @@ fn fallback_threads() -> usize {
 
 #[test]
 fn an_ordinary_node_runs_no_rcl_wait_thread() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = context.create_tokio_executor();
     let node = executor.create_node(unique("inventory").as_str()).unwrap();
     let count = |n: &Arc<AtomicUsize>| {
@@ -145,7 +145,7 @@ fn an_ordinary_node_runs_no_rcl_wait_thread() {
 fn dropping_the_executor_ends_its_threads() {
     let ours = || threads_named("drop-ends-");
     for round in 0..5 {
-        let context = Context::default_from_env().unwrap();
+        let context = support::isolated_context();
         let mut executor = context
             .create_tokio_executor_with(
                 rclrs_tokio_executor::TokioExecutorOptions::new().thread_name("drop-ends"),
@@ -180,7 +180,7 @@ fn dropping_the_executor_ends_its_threads() {
 #[test]
 fn workers_created_while_the_executor_drops_end_with_it() {
     let ours = || threads_named("late-wk").len();
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut kept = Vec::new();
     for round in 0..10u64 {
         let mut executor = context
@@ -260,7 +260,7 @@ fn timers_created_at_once_on_many_workers_start_one_scheduler_thread() {
         .build()
         .unwrap();
     for round in 0..10 {
-        let context = Context::default_from_env().unwrap();
+        let context = support::isolated_context();
         let executor = context
             .create_tokio_executor_with(
                 rclrs_tokio_executor::TokioExecutorOptions::new()
@@ -295,7 +295,7 @@ fn timers_created_at_once_on_many_workers_start_one_scheduler_thread() {
 /// no alarm, which is the executor's thread's other job).
 #[test]
 fn timers_of_workers_on_the_pool_start_no_scheduler_thread() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = context
         .create_tokio_executor_with(
             rclrs_tokio_executor::TokioExecutorOptions::new().thread_name("pool-timers"),

@@ -82,7 +82,7 @@ fn blocking_spin_of_twenty_messages(mut executor: Executor) -> Vec<RclrsError> {
 // wait meanwhile) and on a multi-thread one (through `block_in_place`).
 #[tokio::test(flavor = "current_thread")]
 async fn a_blocking_spin_inside_a_current_thread_runtime_serves_callbacks_as_basic_does() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let basic = blocking_spin_of_twenty_messages(context.create_basic_executor());
     assert!(basic.is_empty(), "basic: {basic:?}");
     let errors = blocking_spin_of_twenty_messages(context.create_tokio_executor());
@@ -91,7 +91,7 @@ async fn a_blocking_spin_inside_a_current_thread_runtime_serves_callbacks_as_bas
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_blocking_spin_inside_a_multi_thread_runtime_serves_callbacks_and_the_runtime() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let messages = blocking_spin_of_twenty_messages(context.create_tokio_executor());
     assert!(messages.is_empty(), "{messages:?}");
     // A spin on the runtime's only worker thread, waiting for another task of that
@@ -148,7 +148,7 @@ fn a_blocking_spin_on_the_single_thread_its_workers_need_returns_a_typed_error()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spin_async_composes_with_a_tokio_main() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let executor = context.create_tokio_executor();
     let (_subscription, publishing, done) = twenty_messages(&executor, "spin_async");
     let (executor, errors) = tokio::time::timeout(
@@ -168,7 +168,7 @@ async fn spin_async_composes_with_a_tokio_main() {
 
 #[test]
 fn callbacks_can_use_tokio_from_inside() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = context.create_tokio_executor();
     let node = executor
         .create_node(unique("tokio_inside").as_str())
@@ -237,7 +237,7 @@ fn it_runs_on_a_runtime_the_user_passes_in() {
 
 #[test]
 fn a_panicking_callback_is_contained_and_its_worker_keeps_serving() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = context.create_tokio_executor();
     let node = executor.create_node(unique("panic").as_str()).unwrap();
     let worker = node.create_worker::<usize>(0);
@@ -290,7 +290,7 @@ fn a_panicking_callback_is_contained_and_its_worker_keeps_serving() {
 /// back until its next item or a patience ran out: this is what that patience guarded.)
 #[test]
 fn a_task_spawned_through_a_callbacks_runtime_handle_runs_while_its_worker_waits() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let mut executor = context.create_tokio_executor();
     let node = executor
         .create_node(unique("handle_taken").as_str())
@@ -355,7 +355,7 @@ fn a_task_spawned_through_a_callbacks_runtime_handle_runs_while_its_worker_waits
 fn no_callback_starts_after_a_spinning_executor_is_dropped() {
     use std::sync::atomic::AtomicBool;
     for repetition in 0..20 {
-        let context = Context::default_from_env().unwrap();
+        let context = support::isolated_context();
         let executor = context.create_tokio_executor();
         let node = executor.create_node(unique("dropped").as_str()).unwrap();
         let topic = unique("dropped_topic");
@@ -414,7 +414,7 @@ fn no_callback_starts_after_a_spinning_executor_is_dropped() {
 /// fine (Linux keeps its first 15 bytes).
 #[test]
 fn a_thread_name_with_a_nul_byte_is_a_typed_error() {
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     for options in [
         TokioExecutorOptions::new(),
@@ -465,7 +465,7 @@ fn on_a_users_runtime_the_executors_tasks_end_with_it() {
         .enable_all()
         .build()
         .unwrap();
-    let context = Context::default_from_env().unwrap();
+    let context = support::isolated_context();
     let observing = context.create_basic_executor();
     let observer = observing
         .create_node(unique("users_runtime_observer").as_str())

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 type Created = Arc<Mutex<Vec<Box<dyn Any + Send>>>>;
 
 pub(crate) fn entities_created_inside_a_callback_serve_in_the_same_spin(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("creator").as_str()).unwrap();
     let topic = unique("created_topic");
@@ -82,7 +82,7 @@ pub(crate) fn entities_created_inside_a_callback_serve_in_the_same_spin(make: Ma
 }
 
 pub(crate) fn a_callback_can_spin_another_executor(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut outer = make(&context);
     let inner = Arc::new(Mutex::new(make(&context)));
     let inner_node = inner

@@ -7,7 +7,7 @@ use super::*;
 /// with a period of a minute, a publisher that appears on another node is seen within
 /// seconds (rcl's graph guard condition, by push on the Tokio executor).
 pub(crate) fn a_graph_change_resolves_its_promise_before_the_period(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let watcher = executor
         .create_node(unique("graph_watcher").as_str())
@@ -44,7 +44,7 @@ pub(crate) fn a_graph_change_resolves_its_promise_before_the_period(make: MakeEx
 
 /// A fresh executor with a node that watches the ROS graph.
 fn executor_with_graph_observer(make: MakeExecutor) -> (Executor, Node) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let executor = make(&context);
     let observer = executor
         .create_node(unique("graph_observer").as_str())

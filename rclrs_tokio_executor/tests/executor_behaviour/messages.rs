@@ -5,7 +5,7 @@
 use super::*;
 
 pub(crate) fn pub_sub_delivers_every_message_in_order(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("pubsub").as_str()).unwrap();
     let topic = unique("pubsub_topic");
@@ -39,7 +39,7 @@ pub(crate) fn pub_sub_delivers_every_message_in_order(make: MakeExecutor) {
 /// message, in order, with the data the publisher sent.
 pub(crate) fn dynamic_subscriptions_deliver_every_message_in_order(make: MakeExecutor) {
     const COUNT: i32 = 100;
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("dynamic").as_str()).unwrap();
     let topic = unique("dynamic_topic");
@@ -96,7 +96,7 @@ pub(crate) fn dynamic_subscriptions_deliver_every_message_in_order(make: MakeExe
 }
 
 pub(crate) fn services_and_clients_answer_requests(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("service").as_str()).unwrap();
     let name = unique("set_bool");
@@ -122,7 +122,7 @@ pub(crate) fn services_and_clients_answer_requests(make: MakeExecutor) {
 /// and `call_then_async`: every response callback runs once, with the answer the
 /// payload called for.
 pub(crate) fn worker_and_async_services_answer_response_callbacks(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("services").as_str()).unwrap();
     let worker = node.create_worker(0_u32);
@@ -206,7 +206,7 @@ pub(crate) fn worker_and_async_services_answer_response_callbacks(make: MakeExec
 /// one; the Tokio executor once read such a drop as an empty queue, and left the
 /// client's own response waiting for ever.
 pub(crate) fn two_servers_under_one_name_answer_every_client(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let name = unique("twin_service");
     let nodes = [unique("twin_a"), unique("twin_b")]
@@ -236,7 +236,7 @@ pub(crate) fn two_servers_under_one_name_answer_every_client(make: MakeExecutor)
 /// callbacks are async tasks, which then run as a batch before its next wait).
 pub(crate) fn calls_from_a_burst_of_callbacks_are_all_answered(make: MakeExecutor) {
     const BURST: i32 = 20;
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor
         .create_node(unique("burst_calls").as_str())
@@ -295,7 +295,7 @@ pub(crate) fn parameter_services_answer_remote_gets_and_sets(make: MakeExecutor)
         SetParameters_Request, SetParameters_Response,
     };
     const PARAMETER_DOUBLE: u8 = 3;
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("params").as_str()).unwrap();
     let gain = node
@@ -340,7 +340,7 @@ pub(crate) fn parameter_services_answer_remote_gets_and_sets(make: MakeExecutor)
 }
 
 pub(crate) fn dropping_an_entity_during_spin_stops_its_callbacks(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("drop").as_str()).unwrap();
     let topic = unique("drop_topic");
@@ -400,7 +400,7 @@ pub(crate) fn dropping_an_entity_during_spin_stops_its_callbacks(make: MakeExecu
 }
 
 pub(crate) fn a_burst_while_not_spinning_is_delivered_up_to_the_depth(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("burst").as_str()).unwrap();
     let topic = unique("burst_topic");
@@ -434,7 +434,7 @@ pub(crate) fn a_burst_while_not_spinning_is_delivered_up_to_the_depth(make: Make
 /// it drains a backlog, and resumes them when rmw's queue is empty).
 pub(crate) fn the_last_message_of_every_burst_arrives(make: MakeExecutor) {
     const BURSTS: i32 = 150;
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("bursts").as_str()).unwrap();
     let worker = node.create_worker::<Vec<i32>>(Vec::new());
@@ -497,7 +497,7 @@ pub(crate) fn the_last_message_of_every_burst_arrives(make: MakeExecutor) {
 /// it matches, however that delivery falls against the subscription's registration,
 /// for twenty subscriptions in turn (with nothing published after it).
 pub(crate) fn a_transient_local_message_reaches_each_late_subscription(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("latched").as_str()).unwrap();
     let topic = unique("latched_topic");
@@ -520,7 +520,7 @@ pub(crate) fn a_transient_local_message_reaches_each_late_subscription(make: Mak
 }
 
 pub(crate) fn two_executors_on_two_threads_serve_each_other(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut first = make(&context);
     let mut second = make(&context);
     let asking = first.create_node(unique("asking").as_str()).unwrap();

@@ -90,7 +90,7 @@ struct Sequence {
 
 impl Sequence {
     fn new(make: MakeExecutor, seed: u64, drops_from_inside: bool) -> Self {
-        let context = Context::default_from_env().unwrap();
+        let context = crate::support::isolated_context();
         let executor = make(&context);
         let node = executor
             .create_node(unique(&format!("random_{seed}")).as_str())

@@ -5,7 +5,7 @@
 use super::*;
 
 pub(crate) fn spin_once_timeout_and_halt_return_as_specified(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let _node = executor.create_node(unique("spin_modes").as_str()).unwrap();
     // The very errors of the basic executor, whole, so that code comparing a spin's
@@ -66,7 +66,7 @@ pub(crate) fn spin_once_timeout_and_halt_return_as_specified(make: MakeExecutor)
 /// timeout. Each round adds a Worker with a subscription nobody publishes to, so the
 /// announcement races with the first spin's end every time.
 pub(crate) fn a_spin_once_after_the_one_that_saw_new_entities_waits_for_work(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor
         .create_node(unique("once_after_new").as_str())
@@ -159,7 +159,7 @@ impl SpinEnder {
 /// error, runs at least one callback, and nothing is lost or reordered; a spin after
 /// the last finds nothing and times out.
 fn callbacks_per_spin_ended_from_inside(make: MakeExecutor, end: EndFromInside) -> Vec<usize> {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("end_inside").as_str()).unwrap();
     let topic = unique("end_inside_topic");
@@ -201,7 +201,7 @@ fn callbacks_per_spin_ended_from_inside(make: MakeExecutor, end: EndFromInside) 
 /// executor used to wait for the other subscription's waiting messages, which the ended
 /// spin may no longer start, until its 20 ms stall limit.)
 fn zero_timeout_spins_ended_from_inside(make: MakeExecutor, end: EndFromInside) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor
         .create_node(unique("end_inside_zero").as_str())
@@ -292,7 +292,7 @@ pub(crate) fn a_promise_resolved_inside_a_callback_starts_no_further_callback(ma
 }
 
 pub(crate) fn spin_until_a_promise_resolves(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let _node = executor.create_node(unique("promise").as_str()).unwrap();
     let (tx, rx) = oneshot::channel();
@@ -315,7 +315,7 @@ pub(crate) fn spin_until_a_promise_resolves(make: MakeExecutor) {
 /// callback drops its last handle (and, on a Worker, the Worker's), then spin: the
 /// callbacks that run after the drop.
 fn callbacks_after_a_drop_from_inside(make: MakeExecutor, on_worker: bool) -> usize {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("self_drop").as_str()).unwrap();
     let topic = unique("self_drop_topic");
@@ -361,7 +361,7 @@ pub(crate) fn a_worker_dropped_inside_its_own_callback_runs_no_more(make: MakeEx
 }
 
 pub(crate) fn a_spin_returns_only_after_its_callbacks_in_flight_finish(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("in_flight").as_str()).unwrap();
     let topic = unique("in_flight_topic");
@@ -408,7 +408,7 @@ type Doomed = Arc<Mutex<Option<Box<dyn std::any::Any + Send>>>>;
 /// A 1 ms timer whose first callback drops its last handle, due many times over by the
 /// time the spin starts: it fires once, and a spin after that runs nothing of it.
 pub(crate) fn a_timer_dropped_inside_its_own_callback_fires_no_more(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor
         .create_node(unique("timer_self_drop").as_str())
@@ -439,7 +439,7 @@ pub(crate) fn a_timer_dropped_inside_its_own_callback_fires_no_more(make: MakeEx
 pub(crate) fn a_service_and_a_client_dropped_inside_their_own_callbacks_run_no_more(
     make: MakeExecutor,
 ) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor
         .create_node(unique("service_self_drop").as_str())

@@ -4,7 +4,7 @@
 use super::*;
 
 pub(crate) fn timers_fire_only_while_spinning(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("timer").as_str()).unwrap();
     let fired = Arc::new(AtomicUsize::new(0));
@@ -28,7 +28,7 @@ pub(crate) fn timers_fire_only_while_spinning(make: MakeExecutor) {
 }
 
 pub(crate) fn timers_can_be_cancelled_and_reset_from_callbacks(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor
         .create_node(unique("timer_cancel").as_str())
@@ -77,7 +77,7 @@ pub(crate) fn timers_can_be_cancelled_and_reset_from_callbacks(make: MakeExecuto
 }
 
 pub(crate) fn timers_follow_their_mode_oneshot_inert_and_changed_from_inside(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor
         .create_node(unique("timer_modes").as_str())
@@ -147,7 +147,7 @@ pub(crate) fn timers_follow_their_mode_oneshot_inert_and_changed_from_inside(mak
 }
 
 pub(crate) fn an_overrunning_timer_does_not_burst(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor
         .create_node(unique("timer_overrun").as_str())
@@ -178,7 +178,7 @@ pub(crate) fn an_overrunning_timer_does_not_burst(make: MakeExecutor) {
 pub(crate) fn a_zero_period_timer_shares_the_worker_and_the_spin_keeps_its_deadline(
     make: MakeExecutor,
 ) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("timer_zero").as_str()).unwrap();
     let topic = unique("timer_zero_topic");
@@ -220,7 +220,7 @@ pub(crate) fn a_zero_period_timer_shares_the_worker_and_the_spin_keeps_its_deadl
 }
 
 pub(crate) fn a_timer_dropped_during_spin_stops_firing(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("timer_drop").as_str()).unwrap();
     let fired = Arc::new(AtomicUsize::new(0));
@@ -270,7 +270,7 @@ pub(crate) fn a_timer_dropped_during_spin_stops_firing(make: MakeExecutor) {
 /// It must still fire once ROS time reaches that call time again.
 pub(crate) fn a_timer_fires_when_due_again_after_ros_time_went_back(make: MakeExecutor) {
     const MS: i64 = 1_000_000;
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let mut sim = SimClock::new("went_back");
     let node = executor
@@ -357,7 +357,7 @@ pub(crate) fn a_timer_fires_when_due_again_after_ros_time_went_back(make: MakeEx
 /// The basic executor passes it since patch 0018: before, a switch to sim time during
 /// `rcl_wait` could end its spin with `Timeout` (about 1 run in 12 on a loaded machine).
 pub(crate) fn a_timer_keeps_its_period_after_use_sim_time_flips_many_times(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let mut sim = SimClock::new("flips");
     let node = executor
@@ -439,7 +439,7 @@ pub(crate) fn a_timer_keeps_its_period_after_use_sim_time_flips_many_times(make:
 pub(crate) fn many_timers_keep_their_periods_and_a_cancelled_group_stops(make: MakeExecutor) {
     const TIMERS: usize = 90;
     const PERIODS_MS: [u64; 5] = [7, 11, 13, 17, 23];
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor
         .create_node(unique("many_timers").as_str())

@@ -10,7 +10,7 @@ use support::{busy_for, publish_until};
 /// fires all 100). A Worker on a thread of its own once fired 3 of them: nobody looked
 /// at its timers while its mailbox never ran dry.
 pub(crate) fn a_timer_keeps_firing_beside_a_stream_that_keeps_its_worker_busy(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("busy_timer").as_str()).unwrap();
     let topic = unique("busy_timer_topic");

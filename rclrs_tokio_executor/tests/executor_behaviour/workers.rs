@@ -4,7 +4,7 @@
 use super::*;
 
 pub(crate) fn worker_payload_is_mutated_by_several_callbacks(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("worker").as_str()).unwrap();
     let worker = node.create_worker::<Vec<String>>(Vec::new());
@@ -53,7 +53,7 @@ pub(crate) fn worker_payload_is_mutated_by_several_callbacks(make: MakeExecutor)
 }
 
 pub(crate) fn async_tasks_run_while_spinning(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let _node = executor.create_node(unique("tasks").as_str()).unwrap();
     let (tx, rx) = oneshot::channel::<i32>();
@@ -86,7 +86,7 @@ pub(crate) fn async_tasks_run_while_spinning(make: MakeExecutor) {
 }
 
 pub(crate) fn a_worker_runs_its_work_in_order(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("order").as_str()).unwrap();
     let worker = node.create_worker::<Vec<i32>>(Vec::new());
@@ -120,7 +120,7 @@ pub(crate) fn a_worker_runs_its_work_in_order(make: MakeExecutor) {
 }
 
 pub(crate) fn work_sent_to_a_worker_before_it_is_dropped_still_runs(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("orphan").as_str()).unwrap();
     // Sent while not spinning, with the Worker dropped before the spin (a worker made
@@ -166,7 +166,7 @@ pub(crate) fn work_sent_to_a_worker_before_it_is_dropped_still_runs(make: MakeEx
 }
 
 pub(crate) fn activity_listeners_see_every_callback_and_only_while_spinning(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("listen").as_str()).unwrap();
     let worker = node.create_worker::<Vec<i32>>(Vec::new());
@@ -227,7 +227,7 @@ pub(crate) fn activity_listeners_see_every_callback_and_only_while_spinning(make
 }
 
 pub(crate) fn two_workers_run_blocking_callbacks_in_parallel(make: MakeExecutor) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let mut executor = make(&context);
     let node = executor.create_node(unique("parallel").as_str()).unwrap();
     let spans = Arc::new(Mutex::new(Vec::<(Instant, Instant)>::new()));

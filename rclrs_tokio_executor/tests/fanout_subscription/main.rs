@@ -27,7 +27,7 @@ type MakeExecutor = fn(&Context) -> Executor;
 
 /// A fresh executor with a node named after `name`, and a topic name of its own.
 fn executor_with_node(make: MakeExecutor, name: &str) -> (Executor, Node, String) {
-    let context = Context::default_from_env().unwrap();
+    let context = crate::support::isolated_context();
     let executor = make(&context);
     let node = executor.create_node(unique(name).as_str()).unwrap();
     (executor, node, unique(&format!("{name}_topic")))

@@ -6,7 +6,8 @@ pub mod sim_clock;
 pub mod watchdog;
 
 use rclrs::{
-    Client, Context, Executor, Node, Publisher, RclReturnCode, RclrsError, Service, SpinOptions,
+    Client, Context, Executor, InitOptions, Node, Publisher, RclReturnCode, RclrsError, Service,
+    SpinOptions,
 };
 use rclrs_tokio_executor::{CreateTokioExecutor, DedicatedWorkers, TokioExecutorOptions};
 use ros_env::std_msgs::msg::Int32;
@@ -29,6 +30,24 @@ pub fn unique(name: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// A context on a ROS domain that no context created just before or after it in this
+/// process uses (1..=100, in turn from an offset of the process id; domain 0, where the
+/// benchmark nodes and other processes run, is never used).
+///
+/// Participants of one process that share a domain discover each other, and Fast DDS 3.2
+/// can deadlock when one of them is destroyed while another delivers it discovery data
+/// (`destroy_participant` spins in `set_listener` while the other's thread waits for the
+/// listener mutex; eProsima/Fast-DDS#6513). A test binary runs its tests in parallel,
+/// each with a context of its own, so this hit CI runs. A domain of its own also keeps
+/// the nodes other tests create and drop from being graph changes to this one.
+pub fn isolated_context() -> Context {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let turn = std::process::id() as usize + NEXT.fetch_add(1, Ordering::Relaxed);
+    let domain = 1 + turn % 100;
+    Context::new([], InitOptions::new().with_domain_id(Some(domain)))
+        .unwrap_or_else(|err| panic!("no context on ROS domain {domain}: {err}"))
 }
 
 /// A `SetBool` service named `name` on `node` that answers `success: data`, and a client
@@ -165,7 +184,7 @@ pub fn thread_policies() -> Vec<(String, u32)> {
 
 /// A Tokio executor on a fresh context that runs on the user's runtime `handle`.
 pub fn tokio_executor_on(handle: &::tokio::runtime::Handle) -> Executor {
-    executor_on(&Context::default_from_env().unwrap(), handle)
+    executor_on(&isolated_context(), handle)
 }
 
 /// A Tokio executor of `context` that runs on the user's runtime `handle`.
