@@ -19,9 +19,12 @@ setup:
 build: setup
 	@$(ENV) colcon build $(COLCON_BUILD_FLAGS)
 
+# The shell runs with -e, so the test run's failure is caught with `||`: the results and
+# the failure digest (tools/ci/failure_digest.py) are printed last even when a test failed.
 test: build
-	@$(ENV) colcon test --return-code-on-test-failure --event-handlers console_direct+ ; rc=$$?; \
-	  $(ENV) colcon test-result --verbose; exit $$rc
+	@rc=0; $(ENV) colcon test --return-code-on-test-failure --event-handlers console_direct+ || rc=$$?; \
+	  $(ENV) colcon test-result --verbose || true; \
+	  if [ $$rc -ne 0 ]; then $(PYTHON) tools/ci/failure_digest.py; fi; exit $$rc
 
 # BENCH_FLAGS=--full runs the full set; see benchmarks/harness/bench.py --help.
 BENCH_FLAGS ?= --quick
