@@ -22,6 +22,10 @@ type MakeExecutor = fn(&Context) -> Executor;
 /// guards against overran by a second; a loaded 2-core CI machine can add milliseconds.
 const OVERRUN_BOUND: Duration = Duration::from_millis(60);
 
+/// What the worst of a thousand timed spins may overrun its timeout by: a host that
+/// stalls threads for up to 100 ms now and then shows such a stall in one of them.
+const WORST_OVERRUN_BOUND: Duration = Duration::from_millis(300);
+
 /// The error kinds of a spin, for comparing executors.
 fn kinds(errors: &[RclrsError]) -> Vec<String> {
     errors
@@ -379,8 +383,17 @@ fn report_overruns(what: &str, mut overruns: Vec<Duration>) {
         overruns.len(),
         overruns[overruns.len() * 99 / 100]
     );
+    // The bug this guards against overran every spin by a second. The worst of a thousand
+    // spins on a loaded 2-core VM reaches 100 ms with every executor, the basic one's
+    // too (both cores busy with other processes), so the worst case has a wider bound
+    // and the bulk, which a systematic lateness moves, a tight one.
+    let p90 = overruns[overruns.len() * 9 / 10];
     assert!(
-        max < OVERRUN_BOUND,
+        p90 < Duration::from_millis(20),
+        "{what}: a tenth of the timed spins overran by {p90:?} or more"
+    );
+    assert!(
+        max < WORST_OVERRUN_BOUND,
         "{what}: a timed spin overran by {max:?}"
     );
 }
