@@ -30,6 +30,18 @@
 //!   a woken Worker often preempts the thread on its core, runs the tick and reports it
 //!   ([`TimerScheduler::ran_tick`]) under that lock; finding the lock still held, it
 //!   had to sleep until the thread ran again to release it.
+//! - **A spin's pass sees every tick recorded before it.** Between the look that
+//!   records a tick (under the lock) and its send (after the lock), the tick looks
+//!   pending to anyone else. A spin's single pass ([`TimerScheduler::tick_due_now`])
+//!   is such a look, and the moment a look releases the lock is when the kernel wakes
+//!   the spin's thread waiting for it, which on a busy core then runs while the look
+//!   waits to send: on a loaded machine every zero-timeout spin in a row missed a
+//!   timer due throughout, its tick pending but not yet in the mailbox for the
+//!   spin's backlog to count. So a look takes the `sending` lock before it releases
+//!   the state lock and keeps it until its ticks are sent, and the spin's pass takes
+//!   `sending` once after its own: by then every tick recorded before its pass is in a
+//!   mailbox. A Worker reporting a tick ([`TimerScheduler::ran_tick`]) takes only the
+//!   state lock, so it never waits for a send.
 //! - **Firing is rclrs's.** The Worker executes the timer primitive, which checks that
 //!   the timer is still ready, calls `rcl_timer_call` (which advances the next call time
 //!   and skips missed periods, as rcl specifies) and runs the callback.
@@ -209,6 +221,9 @@ struct Alarms(Mutex<AlarmList>);
 /// Shared with the scheduler thread and with every callback that wakes it.
 pub(crate) struct TimerScheduler {
     state: Mutex<State>,
+    /// Held by a look from before it releases `state` until its ticks are sent (see
+    /// "A spin's pass sees every tick recorded before it").
+    sending: Mutex<()>,
     /// Timers the thread is asked to look at, each once however often it was asked (a
     /// lock of its own, held only to insert or to swap the set out, so callbacks never
     /// wait for an evaluation).
@@ -240,6 +255,7 @@ impl TimerScheduler {
     pub(crate) fn new(executor_thread_name: &str) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State::default()),
+            sending: Mutex::default(),
             asked: Mutex::default(),
             alarms: Alarms::default(),
             driver: OnceLock::new(),
@@ -416,7 +432,8 @@ impl TimerScheduler {
     /// Deliver the ticks of the timers due now from the caller's thread, so a spin that
     /// makes one pass counts them into its backlog, as `rcl_wait` checks its timers
     /// when it begins, instead of racing this thread (a zero-period timer, due again
-    /// as soon as it ran, was missed by every other zero-timeout spin).
+    /// as soon as it ran, was missed by every other zero-timeout spin). Returns once
+    /// the ticks another look recorded before this one are sent too.
     pub(crate) fn tick_due_now(&self) {
         let mut due = Vec::new();
         {
@@ -429,6 +446,7 @@ impl TimerScheduler {
         for (entity, mailbox) in due {
             entity.tick(&mailbox);
         }
+        drop(self.sending.lock().unwrap());
     }
 
     /// The Worker ran a tick. Asks the thread to look at the timer only if it is waiting

@@ -36,7 +36,7 @@ impl Looker {
         // run before this thread parks (on its core), and the time they take must not
         // push the next tick later.
         let evaluated = Instant::now();
-        let timers_next = {
+        let (timers_next, sending) = {
             let mut state = this.state.lock().unwrap();
             if state.stop {
                 // The executor is shutting down: wake every alarm's future so it can see.
@@ -46,7 +46,10 @@ impl Looker {
             state
                 .plan
                 .look_due_and(evaluated, &self.asked, &mut self.due);
-            state.plan.next()
+            // Taken before the state lock is released, kept until the ticks are sent
+            // (see "A spin's pass sees every tick recorded before it").
+            let sending = (!self.due.is_empty()).then(|| this.sending.lock().unwrap());
+            (state.plan.next(), sending)
         };
         self.asked.clear();
         // Ticks go out once the lock is released: the Worker a tick wakes often runs at
@@ -54,6 +57,7 @@ impl Looker {
         for (entity, mailbox) in self.due.drain(..) {
             entity.tick(&mailbox);
         }
+        drop(sending);
         let now = Instant::now();
         let alarms_next = this.with_alarms(|list| list.ring_due(now));
         let next = match (timers_next, alarms_next.map(|wait| now + wait)) {
