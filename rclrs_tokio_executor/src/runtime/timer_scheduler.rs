@@ -37,11 +37,11 @@
 //!   the spin's thread waiting for it, which on a busy core then runs while the look
 //!   waits to send: on a loaded machine every zero-timeout spin in a row missed a
 //!   timer due throughout, its tick pending but not yet in the mailbox for the
-//!   spin's backlog to count. So a look takes the `sending` lock before it releases
-//!   the state lock and keeps it until its ticks are sent, and the spin's pass takes
-//!   `sending` once after its own: by then every tick recorded before its pass is in a
-//!   mailbox. A Worker reporting a tick ([`TimerScheduler::ran_tick`]) takes only the
-//!   state lock, so it never waits for a send.
+//!   spin's backlog to count. So a look holds a fence ([`send_fence`]) from before it
+//!   releases the state lock until its ticks are sent, and the spin's pass waits at
+//!   the fence after its own look: by then every tick recorded before its pass is in
+//!   a mailbox. A Worker reporting a tick ([`TimerScheduler::ran_tick`]) takes only
+//!   the state lock, so it never waits for a send.
 //! - **Firing is rclrs's.** The Worker executes the timer primitive, which checks that
 //!   the timer is still ready, calls `rcl_timer_call` (which advances the next call time
 //!   and skips missed periods, as rcl specifies) and runs the callback.
@@ -106,6 +106,7 @@ use crate::ffi::{RclTimer, TimerDue};
 pub(crate) mod alarms;
 mod looker;
 mod plan;
+mod send_fence;
 
 use crate::runtime::{
     entity::{Entity, TimerWatch},
@@ -115,6 +116,7 @@ use crate::runtime::{
 use alarms::{Alarm, AlarmList};
 use looker::{Look, Looker};
 use plan::{Plan, ScheduledTimer};
+use send_fence::SendFence;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::{
@@ -221,9 +223,8 @@ struct Alarms(Mutex<AlarmList>);
 /// Shared with the scheduler thread and with every callback that wakes it.
 pub(crate) struct TimerScheduler {
     state: Mutex<State>,
-    /// Held by a look from before it releases `state` until its ticks are sent (see
-    /// "A spin's pass sees every tick recorded before it").
-    sending: Mutex<()>,
+    /// Held by a look from before it releases `state` until its ticks are sent.
+    sends: SendFence,
     /// Timers the thread is asked to look at, each once however often it was asked (a
     /// lock of its own, held only to insert or to swap the set out, so callbacks never
     /// wait for an evaluation).
@@ -255,7 +256,7 @@ impl TimerScheduler {
     pub(crate) fn new(executor_thread_name: &str) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State::default()),
-            sending: Mutex::default(),
+            sends: SendFence::default(),
             asked: Mutex::default(),
             alarms: Alarms::default(),
             driver: OnceLock::new(),
@@ -446,7 +447,7 @@ impl TimerScheduler {
         for (entity, mailbox) in due {
             entity.tick(&mailbox);
         }
-        drop(self.sending.lock().unwrap());
+        self.sends.wait_for_sends();
     }
 
     /// The Worker ran a tick. Asks the thread to look at the timer only if it is waiting

@@ -46,9 +46,9 @@ impl Looker {
             state
                 .plan
                 .look_due_and(evaluated, &self.asked, &mut self.due);
-            // Taken before the state lock is released, kept until the ticks are sent
-            // (see "A spin's pass sees every tick recorded before it").
-            let sending = (!self.due.is_empty()).then(|| this.sending.lock().unwrap());
+            // Before the state lock is released, until the ticks are sent (see
+            // `send_fence`).
+            let sending = (!self.due.is_empty()).then(|| this.sends.sending());
             (state.plan.next(), sending)
         };
         self.asked.clear();
