@@ -1,9 +1,9 @@
 """The executor's lock-free protocols under loom, in every interleaving: an entity's
 coalescing of push notifications against a draining Worker
-(`rclrs_tokio_executor/src/runtime/entity/coalescing.rs`), a dedicated Worker
-thread's park and wake-up (`src/runtime/dedicated_thread/parking.rs`), and the fence
-between a timer scheduler's sends and a spin's pass
-(`src/runtime/timer_scheduler/send_fence.rs`).
+(`rclrs_tokio_executor/src/runtime/entity/coalescing.rs`), a mailbox's scheduling of
+the Worker's turns (`src/runtime/mailbox/scheduled.rs`), a Worker thread's park and
+wake-up (`src/runtime/worker_thread/parker.rs`), and the fence between a timer
+scheduler's sends and a spin's pass (`src/runtime/timer_scheduler/send_fence.rs`).
 
 The models need the crate built with its `loom-model` feature, which swaps the protocol's
 atomics for loom's (a build that cannot run an executor), so the crate's own `cargo test`
@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CRATE = ROOT / 'rclrs_tokio_executor'
-MODELS = 5
+MODELS = 6
 
 
 def test_no_interleaving_queues_an_entity_twice_or_loses_an_arrival_a_wake_up_or_a_tick():

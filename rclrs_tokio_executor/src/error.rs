@@ -6,9 +6,9 @@ use rclrs::{RclErrorMsg, RclReturnCode, RclrsError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TokioExecutorError {
-    /// The executor's own Tokio threads (a pool of single-threaded runtimes) could not
+    /// The executor's own threads (its Worker threads and its Tokio runtime) could not
     /// be started (for example, the OS refused to spawn a thread).
-    #[error("cannot build the Tokio runtime: {0}")]
+    #[error("cannot start the executor's threads: {0}")]
     RuntimeBuild(#[source] std::io::Error),
     /// [`stop_on_signals`](crate::TokioExecutorOptions::stop_on_signals) was asked for,
     /// and the SIGINT/SIGTERM handlers or their listener thread could not be installed.

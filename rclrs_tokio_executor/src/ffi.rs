@@ -7,10 +7,9 @@
 //!   bindings private. The handle types cannot be named from outside rclrs, so they are
 //!   passed as `*const c_void`: name queries, and the timer functions the timer
 //!   scheduler needs (rcl documents them as thread-safe: they use atomics);
-//! - the scheduler thread's timer slack (`prctl`), a dedicated Worker thread's CPU
+//! - a timer-driving thread's timer slack (`prctl`), a dedicated Worker thread's CPU
 //!   affinity and SCHED_FIFO priority (`sched_setaffinity`, `sched_setscheduler`), and
-//!   the timerfd that wakes a pool Worker at its timers' deadlines (`timerfd_create`,
-//!   `timerfd_settime`).
+//!   the scheduling policy of quiet wake-ups (`runtime::hand_over`).
 
 use rclrs::{RclPrimitive, RclPrimitiveHandle, RclrsError, ReadyKind, Waitable};
 use std::any::Any;
@@ -372,6 +371,3 @@ mod placement {
 }
 
 pub(crate) use placement::{normal_thread_id, set_affinity, set_fifo_priority, set_quiet};
-
-mod timer_fd;
-pub(crate) use timer_fd::{register_timer_fd, TimerFd};

@@ -18,10 +18,12 @@
 //! Instead of polling `rcl_wait`, the executor registers rcl push callbacks
 //! (`rcl_subscription_set_on_new_message_callback` and the service and client
 //! equivalents) for every entity. A push callback only counts the arrival and, if the
-//! entity is not already queued, sends it into its Worker's mailbox. One Tokio task per
-//! rclrs `Worker` drains that mailbox, so a Worker's callbacks are FIFO and mutually
-//! exclusive while different Workers run in parallel on Tokio's threads. See
-//! [`runtime`](crate::TokioExecutorRuntime) for the protocol.
+//! entity is not already queued, sends it into its Worker's mailbox, which wakes the
+//! Worker's thread directly (a futex, no scheduler in between). Each rclrs `Worker`
+//! drains its mailbox one turn at a time, so its callbacks are FIFO and mutually
+//! exclusive, while different Workers run in parallel on the executor's Worker threads
+//! (one per core by default). Tokio runs beside them, for async tasks and for the Tokio
+//! code inside callbacks. See [`runtime`](crate::TokioExecutorRuntime) for the protocol.
 //!
 //! # Contract
 //!
@@ -64,23 +66,24 @@
 //! # Timers and ROS time
 //!
 //! Timers keep kernel-precise deadlines (not Tokio's 1 ms timer wheel): each Worker
-//! watches its own timers and wakes at their deadlines itself, on a timerfd beside
-//! everything else its pool thread waits for (on its own thread, a dedicated Worker
-//! parks until then), so a tick wakes only the thread that runs the callback; a tick
-//! goes into the Worker's mailbox like any event, at most one pending per timer. Under
+//! looks at its own timers at one step of each turn, and its thread parks until the
+//! next deadline, so a tick wakes only the thread that runs the callback; a tick goes
+//! into the Worker's mailbox like any event, at most one pending per timer. Under
 //! `use_sim_time`, ROS-time timers are driven by `/clock` through rcl clock jump
 //! callbacks: every due fire happens at any simulation speed, a paused clock costs no
 //! CPU, and backward jumps follow rcl's rules. `/clock` itself is served on a task of
 //! its own, so a Worker stuck in a long callback cannot stop time. [`sleep_until`] and
 //! [`sleep_for`] sleep in ROS time inside async code.
 //!
-//! Callbacks run on Tokio threads, so they may use the Tokio ecosystem (spawn, timers,
-//! I/O). Inside async code, `spin_async().await` spins without blocking. The blocking
-//! `spin()` blocks the calling thread wherever it is called, as the basic executor's
-//! does: on a multi-thread Tokio runtime through `block_in_place`, so the runtime's other
-//! tasks move to its other threads. Only where it would block the one thread that runs
-//! its own Workers (a current-thread runtime passed as `runtime_handle`) does it return,
-//! at once, the error recognised by [`is_spin_inside_runtime_error`].
+//! Callbacks run inside the executor's Tokio runtime, so they may use the Tokio
+//! ecosystem (spawn, timers, I/O); what they spawn runs on the runtime's own thread.
+//! Inside async code, `spin_async().await` spins without blocking. The blocking `spin()`
+//! blocks the calling thread wherever it is called, as the basic executor's does: on a
+//! multi-thread Tokio runtime through `block_in_place`, so the runtime's other tasks
+//! move to its other threads. Only where it would block a thread that the spin waits
+//! for (one of the executor's own, or a current-thread runtime passed as
+//! `runtime_handle`) does it return, at once, the error recognised by
+//! [`is_spin_inside_runtime_error`].
 //!
 //! # Threading and ownership
 //!
@@ -122,7 +125,7 @@ pub trait CreateTokioExecutor {
     /// An executor with the default [`TokioExecutorOptions`].
     ///
     /// # Panics
-    /// If the Tokio runtime cannot be built (the OS refuses its threads); use
+    /// If the executor's threads cannot be started (the OS refuses them); use
     /// [`Self::create_tokio_executor_with`] to handle that as an error.
     fn create_tokio_executor(&self) -> Executor;
 
@@ -142,7 +145,7 @@ pub trait CreateTokioExecutor {
 impl CreateTokioExecutor for Context {
     fn create_tokio_executor(&self) -> Executor {
         self.create_tokio_executor_with(TokioExecutorOptions::default())
-            .expect("cannot build the Tokio runtime for the rclrs Tokio executor")
+            .expect("cannot start the threads of the rclrs Tokio executor")
     }
 
     fn create_tokio_executor_with(

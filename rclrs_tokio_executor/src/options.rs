@@ -49,8 +49,9 @@ impl Default for TokioExecutorOptions {
 }
 
 impl TokioExecutorOptions {
-    /// The defaults: the executor's own pool of Tokio threads, one per CPU core (at least
-    /// two), each running a single-threaded runtime, named `rclrs-tokio-<n>`.
+    /// The defaults: the executor's own pool of Worker threads, one per CPU core (at
+    /// least two), named `rclrs-tokio-<n>`, beside its Tokio runtime's thread,
+    /// `rclrs-tokio-rt`.
     pub fn new() -> Self {
         Self::default()
     }
@@ -66,9 +67,10 @@ impl TokioExecutorOptions {
     }
 
     /// Name of the pool's threads, before their index (default `rclrs-tokio`), of
-    /// dedicated Worker threads, before `-d` and the Worker's number, of the timer
-    /// scheduler's thread, before `-timers`, and of the fallback waiter's (an rcl wait
-    /// set for what has no push path, started only if needed), before `-fallback`.
+    /// dedicated Worker threads, before `-d` and the Worker's number, of the Tokio
+    /// runtime's thread, before `-rt`, of the timer scheduler's thread, before
+    /// `-timers`, and of the fallback waiter's (an rcl wait set for what has no push
+    /// path, started only if needed), before `-fallback`.
     /// Linux shows the first 15 bytes. A name with a NUL byte makes creating the
     /// executor fail with
     /// [`TokioExecutorError::InvalidThreadName`](crate::TokioExecutorError::InvalidThreadName).
@@ -78,9 +80,9 @@ impl TokioExecutorOptions {
     }
 
     /// Run on an existing Tokio runtime instead of the executor's own pool of threads
-    /// (default: the pool). Callbacks, Worker tasks and async tasks are spawned onto it,
-    /// so the runtime must be driven: a multi-thread runtime, or a current-thread one
-    /// whose `block_on` runs while the executor spins. If the runtime has not run the
+    /// (default: the pool). Worker turns run as tasks on it, as do async tasks, so the
+    /// runtime must be driven: a multi-thread runtime, or a current-thread one whose
+    /// `block_on` runs while the executor spins. If the runtime has not run the
     /// executor's tasks within a second of a spin starting, the spin ends with the error
     /// recognised by [`is_runtime_not_driven_error`](crate::is_runtime_not_driven_error)
     /// (a timed spin still returns at its deadline).
@@ -112,7 +114,7 @@ impl TokioExecutorOptions {
     }
 
     /// Run the Workers `dedicated` selects on OS threads of their own, optionally pinned
-    /// and under SCHED_FIFO (default: every Worker on the Tokio threads). See
+    /// and under SCHED_FIFO (default: every Worker on the pool's threads). See
     /// [`DedicatedWorkers`] for what changes and what does not.
     pub fn dedicated_workers(mut self, dedicated: DedicatedWorkers) -> Self {
         self.dedicated_workers = Some(dedicated);

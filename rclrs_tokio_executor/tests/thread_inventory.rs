@@ -335,3 +335,57 @@ fn timers_of_workers_on_the_pool_start_no_scheduler_thread() {
     );
     drop((fired_by, timers, workers, node));
 }
+
+/// The executor's Tokio runtime gets no thread of its own where blocking spins drive
+/// it: an async task with a Tokio timer, a timer and a subscription are all served by
+/// `spin()` with the pool's threads alone. `spin_async`, which runs on a runtime of the
+/// caller's, cannot drive it, and starts that thread.
+#[test]
+fn the_tokio_runtime_gets_a_thread_only_where_no_spin_drives_it() {
+    let context = support::isolated_context();
+    let mut executor = context
+        .create_tokio_executor_with(
+            rclrs_tokio_executor::TokioExecutorOptions::new().thread_name("rt-inventory"),
+        )
+        .unwrap();
+    let node = executor
+        .create_node(unique("rt_inventory").as_str())
+        .unwrap();
+    let topic = unique("rt_inventory_topic");
+    let heard = Arc::new(AtomicUsize::new(0));
+    let _subscription = {
+        let heard = Arc::clone(&heard);
+        node.create_subscription(topic.as_str().keep_last(10).reliable(), move |_: Int32| {
+            heard.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    };
+    let publisher = node
+        .create_publisher::<Int32>(topic.as_str().keep_last(10).reliable())
+        .unwrap();
+    wait_matched(&publisher, 1);
+    publisher.publish(Int32 { data: 1 }).unwrap();
+    let slept = run_to_end(&mut executor, async {
+        let started = Instant::now();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        started.elapsed()
+    });
+    assert!(slept >= Duration::from_millis(20));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while heard.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        executor.spin(SpinOptions::default().timeout(Duration::from_millis(20)));
+    }
+    assert_eq!(heard.load(Ordering::SeqCst), 1);
+    let runtime_threads = || threads_named("rt-inventory-rt").len();
+    assert_eq!(runtime_threads(), 0, "threads: {:?}", thread_names());
+    let users = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (executor, _) = users
+        .block_on(executor.spin_async(SpinOptions::default().timeout(Duration::from_millis(20))));
+    assert_eq!(runtime_threads(), 1, "threads: {:?}", thread_names());
+    drop(node);
+    drop(executor);
+    assert_eq!(runtime_threads(), 0, "threads: {:?}", thread_names());
+}

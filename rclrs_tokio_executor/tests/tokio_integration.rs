@@ -288,6 +288,43 @@ fn a_panicking_callback_is_contained_and_its_worker_keeps_serving() {
 /// Worker that parked its thread on a futex of its own while alone there, tried in
 /// FINDINGS.md's "A Worker alone on its thread parking itself", would hold such a task
 /// back until its next item or a patience ran out: this is what that patience guarded.)
+/// A task a callback spawns (`tokio::spawn`) goes on running after the spin returns:
+/// the blocking spin drove the executor's runtime while it spun, and a thread of the
+/// runtime's own takes over when a spin ends with such a task alive.
+#[test]
+fn a_task_a_callback_spawns_goes_on_between_spins() {
+    let context = support::isolated_context();
+    let mut executor = context.create_tokio_executor();
+    let node = executor.create_node(unique("spawned_on").as_str()).unwrap();
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let spawned = Arc::new(AtomicBool::new(false));
+    let _timer = {
+        let (ticks, spawned) = (Arc::clone(&ticks), Arc::clone(&spawned));
+        node.create_timer_repeating(Duration::from_millis(5), move || {
+            if !spawned.swap(true, Ordering::SeqCst) {
+                let ticks = Arc::clone(&ticks);
+                tokio::spawn(async move {
+                    let mut every = tokio::time::interval(Duration::from_millis(2));
+                    loop {
+                        every.tick().await;
+                        ticks.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        })
+        .unwrap()
+    };
+    support::spin_until(&mut executor, || spawned.load(Ordering::SeqCst));
+    let before = ticks.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(200));
+    let after = ticks.load(Ordering::SeqCst);
+    // A hundred periods of 2 ms; a loaded machine may stretch some.
+    assert!(
+        after - before >= 20,
+        "the spawned task did not run between spins: {before} ticks, then {after}"
+    );
+}
+
 #[test]
 fn a_task_spawned_through_a_callbacks_runtime_handle_runs_while_its_worker_waits() {
     let context = support::isolated_context();

@@ -3,20 +3,21 @@
 use std::any::{Any, TypeId};
 use std::fmt;
 
-/// Dedicated-thread Workers (sync mode): a Worker's drain loop runs on an OS thread of
-/// its own instead of a Tokio thread. The thread parks on a futex (`std::thread::park`)
-/// between items and is woken directly by the push callback's send, with no Tokio
-/// scheduler in between, and it can be pinned to cores and given a real-time priority.
-/// Its timers wake it directly too: the thread itself sleeps until the Worker's next
-/// timer is due, so a control loop's timer crosses no other thread.
+/// Dedicated-thread Workers: a Worker runs on an OS thread of its own instead of
+/// sharing the pool's threads with other Workers. The thread runs the same turns as a
+/// pool thread (parked on a futex between them, woken directly by the push callback's
+/// send), so what it adds is isolation: no other Worker's callback runs there, and the
+/// thread can be pinned to cores and given a real-time priority. Its timers wake it
+/// directly too: the thread itself sleeps until the Worker's next timer is due, so a
+/// control loop's timer crosses no other thread.
 ///
 /// The contract is unchanged: a Worker's callbacks stay FIFO and mutually exclusive,
 /// nothing runs unless the executor is spinning, panics are contained, and dropping
 /// the executor tears the Worker down in the same order. Inside callbacks the
 /// executor's Tokio runtime is entered, so `tokio::spawn`, timers and I/O work; spawned
-/// tasks and the continuation of an async callback that awaits run on the executor's
-/// Tokio threads, not on the dedicated one. The executor's clock task (which serves
-/// `/clock`) always stays on the Tokio threads.
+/// tasks and the continuation of an async callback that awaits run on the runtime's
+/// thread, not on the dedicated one. The executor's clock task (which serves `/clock`)
+/// always stays on the pool.
 ///
 /// CPU affinity and SCHED_FIFO are Linux only. If the OS refuses either (a core that
 /// does not exist, no `CAP_SYS_NICE`), the executor logs it once and the thread runs

@@ -24,9 +24,9 @@
 
 mod waker_slot;
 
-use crate::runtime::{entity::Entity, hand_over, panics::log_panic, shared::ExecutorShared};
+use crate::runtime::{entity::Entity, panics::log_panic, shared::ExecutorShared};
 use futures::future::BoxFuture;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,6 +38,8 @@ use waker_slot::WakerSlot;
 pub(crate) struct TaskCounters {
     spawned: AtomicU64,
     first_polled: AtomicU64,
+    /// Those that ended (finished, panicked, or dropped with their runtime).
+    ended: AtomicU64,
 }
 
 impl TaskCounters {
@@ -49,6 +51,21 @@ impl TaskCounters {
 
     pub(crate) fn first_polled(&self) -> u64 {
         self.first_polled.load(Ordering::SeqCst)
+    }
+
+    /// Gated tasks alive now.
+    pub(crate) fn alive(&self) -> u64 {
+        let ended = self.ended.load(Ordering::SeqCst);
+        self.spawned.load(Ordering::SeqCst).saturating_sub(ended)
+    }
+}
+
+/// A spawned task, counted as ended when dropped.
+struct Alive(Arc<TaskCounters>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.ended.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -68,22 +85,33 @@ impl Drop for Unpolled {
     }
 }
 
+/// The futures added on a thread inside its open inline scopes, oldest first. A scope
+/// owns the suffix that was added after it began (scopes nest: a future's first poll
+/// may run a primitive).
+#[derive(Default)]
+struct Inline {
+    scopes: Cell<usize>,
+    collected: RefCell<Vec<BoxFuture<'static, ()>>>,
+}
+
 thread_local! {
-    static INLINE: RefCell<Option<Vec<BoxFuture<'static, ()>>>> = const { RefCell::new(None) };
-    /// An empty queue kept for the next scope on this thread, so that a callback a
-    /// message costs no allocation of its own for the one future it returns.
-    static SPARE: RefCell<Vec<BoxFuture<'static, ()>>> = const { RefCell::new(Vec::new()) };
+    static INLINE: Inline = const {
+        Inline {
+            scopes: Cell::new(0),
+            collected: RefCell::new(Vec::new()),
+        }
+    };
 }
 
 /// Spawn `task` on the executor's runtime, polled only while spinning; or, inside an
 /// [`InlineScope`] on this thread, queue it for an inline first poll.
 pub(crate) fn add_async_task(shared: &Arc<ExecutorShared>, task: BoxFuture<'static, ()>) {
-    let task = INLINE.with(|inline| match inline.borrow_mut().as_mut() {
-        Some(queue) => {
-            queue.push(task);
-            None
+    let task = INLINE.with(|inline| {
+        if inline.scopes.get() == 0 {
+            return Some(task);
         }
-        None => Some(task),
+        inline.collected.borrow_mut().push(task);
+        None
     });
     if let Some(task) = task {
         spawn_gated(shared, task);
@@ -94,14 +122,14 @@ pub(crate) fn add_async_task(shared: &Arc<ExecutorShared>, task: BoxFuture<'stat
 pub(crate) fn spawn_gated(shared: &Arc<ExecutorShared>, mut task: BoxFuture<'static, ()>) {
     let gated_shared = Arc::clone(shared);
     let mut unpolled = Some(Unpolled::new(&shared.tasks));
+    let alive = Alive(Arc::clone(&shared.tasks));
     shared.threads.spawn(async move {
+        let _alive = alive;
         let shared = gated_shared;
         let (slot, _release) = WakerSlot::new();
         loop {
             shared.gate.opened().await;
             let finished = std::future::poll_fn(|cx| {
-                // Work handed over on this thread goes out before the task runs.
-                hand_over::flush();
                 match shared.gate.try_enter() {
                     // The gate closed since we woke: wait for it to open again.
                     None => Poll::Ready(false),
@@ -154,18 +182,18 @@ fn poll_contained(
 
 /// Collects the futures added on this thread while a primitive runs.
 pub(crate) struct InlineScope {
-    previous: Option<Vec<BoxFuture<'static, ()>>>,
+    /// Where this scope's futures begin in the thread's list.
+    mark: usize,
     active: bool,
 }
 
 impl InlineScope {
     pub(crate) fn begin() -> Self {
-        let queue = SPARE.with(|spare| std::mem::take(&mut *spare.borrow_mut()));
-        let previous = INLINE.with(|inline| inline.borrow_mut().replace(queue));
-        Self {
-            previous,
-            active: true,
-        }
+        let mark = INLINE.with(|inline| {
+            inline.scopes.set(inline.scopes.get() + 1);
+            inline.collected.borrow().len()
+        });
+        Self { mark, active: true }
     }
 
     /// Poll each collected future once; spawn those still pending. The caller holds an
@@ -174,15 +202,27 @@ impl InlineScope {
     /// first polls panicked.
     pub(crate) fn finish(mut self, shared: &Arc<ExecutorShared>, entity: Option<&Entity>) -> u64 {
         self.active = false;
-        let collected = INLINE
-            .with(|inline| std::mem::replace(&mut *inline.borrow_mut(), self.previous.take()));
-        let Some(mut collected) = collected else {
-            return 0;
+        let mark = self.mark;
+        // Nearly always nothing was added (a Worker's callback) or one future (a
+        // node-level callback's). Each is taken out before it is polled, so a poll may
+        // add more (they are polled too, in order).
+        let next = || {
+            INLINE.with(|inline| {
+                let mut list = inline.collected.borrow_mut();
+                (list.len() > mark).then(|| list.remove(mark))
+            })
         };
+        let first = INLINE.with(|inline| {
+            inline.scopes.set(inline.scopes.get() - 1);
+            inline.collected.borrow().len() > mark
+        });
+        if !first {
+            return 0;
+        }
         let waker = futures::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
         let mut panics = 0;
-        for mut task in collected.drain(..) {
+        while let Some(mut task) = next() {
             match poll_contained(&mut task, &mut cx, shared, entity) {
                 Poll::Ready(panicked) => panics += u64::from(panicked),
                 // The spawned task polls it again right away with a real waker, so a
@@ -190,23 +230,23 @@ impl InlineScope {
                 Poll::Pending => spawn_gated(shared, task),
             }
         }
-        SPARE.with(|spare| {
-            let mut spare = spare.borrow_mut();
-            if spare.capacity() < collected.capacity() {
-                *spare = collected;
-            }
-        });
         panics
     }
 }
 
 impl Drop for InlineScope {
     fn drop(&mut self) {
-        // Active only if `finish` was skipped (a panic unwound through the scope):
-        // restore the outer scope; the collected futures are dropped unpolled.
+        // Active only if `finish` was skipped (a panic unwound through the scope): the
+        // collected futures are dropped unpolled.
         if self.active {
-            let previous = self.previous.take();
-            INLINE.with(|inline| *inline.borrow_mut() = previous);
+            let mark = self.mark;
+            let dropped = INLINE.with(|inline| {
+                inline.scopes.set(inline.scopes.get() - 1);
+                let mut list = inline.collected.borrow_mut();
+                let keep = list.len().min(mark);
+                list.split_off(keep)
+            });
+            drop(dropped);
         }
     }
 }

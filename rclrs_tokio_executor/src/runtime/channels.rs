@@ -1,6 +1,6 @@
 //! The rclrs-facing handles: `ExecutorChannel` (create Workers, wake spinning) and
-//! `WorkerChannel` (what rclrs sends to one Worker). Both only send into channels; the
-//! Worker task does the work. Neither holds entities, so nothing rclrs keeps alive
+//! `WorkerChannel` (what rclrs sends to one Worker). Both only send into the Worker's
+//! mailbox and control queue; the Worker task does the work. Neither holds entities, so nothing rclrs keeps alive
 //! (entities hold their Worker's channel) can keep the entities themselves alive.
 
 use crate::runtime::{
@@ -16,7 +16,6 @@ use rclrs::{
     WeakActivityListener, WorkerChannel,
 };
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 pub(crate) struct TokioExecutorChannel {
     pub(crate) shared: Arc<ExecutorShared>,
@@ -29,7 +28,7 @@ impl ExecutorChannel for TokioExecutorChannel {
         if self.shared.gate.pass() > 0 {
             self.shared.note_entities_changed();
         }
-        let (control, mailbox) = WorkerTask::spawn(
+        let mailbox = WorkerTask::spawn(
             Arc::clone(&self.shared),
             options.context,
             Some(options.guard_condition),
@@ -37,7 +36,6 @@ impl ExecutorChannel for TokioExecutorChannel {
         );
         Arc::new(TokioWorkerChannel {
             shared: Arc::clone(&self.shared),
-            control,
             mailbox,
         })
     }
@@ -52,7 +50,6 @@ impl ExecutorChannel for TokioExecutorChannel {
 
 struct TokioWorkerChannel {
     shared: Arc<ExecutorShared>,
-    control: mpsc::UnboundedSender<Control>,
     mailbox: MailboxSender,
 }
 
@@ -65,8 +62,8 @@ impl WorkerChannel for TokioWorkerChannel {
         // A Worker's own guard condition comes without a trigger, and is no work for the
         // basic executor; every other entity triggers it (a unit of work).
         let triggers = new_entity.primitive().kind() != RclPrimitiveKind::GuardCondition;
-        // Fails only after the executor was dropped; the entity is dropped with it.
-        let _ = self.control.send(Control::Add(new_entity));
+        // Dropped once the Worker has ended (the executor was dropped), with the entity.
+        self.mailbox.send_control(Control::Add(new_entity));
         if triggers {
             self.shared.note_entities_changed();
         }
@@ -86,8 +83,15 @@ impl WorkerChannel for TokioWorkerChannel {
         true
     }
 
+    /// A node-level callback's future would be polled right after its take, on this
+    /// thread, anyway (`async_tasks::InlineScope`): a synchronous one may as well run
+    /// there directly, without the task (patch 0022).
+    fn runs_node_callbacks_inline(&self) -> bool {
+        true
+    }
+
     fn add_activity_listener(&self, listener: WeakActivityListener) {
-        let _ = self.control.send(Control::Listen(listener));
+        self.mailbox.send_control(Control::Listen(listener));
     }
 }
 
@@ -95,6 +99,6 @@ impl Drop for TokioWorkerChannel {
     fn drop(&mut self) {
         // rclrs dropped the Worker and everything that held its channel: the task ends
         // once none of its entities is in use (see `worker_task.rs`).
-        let _ = self.control.send(Control::WorkerDropped);
+        self.mailbox.send_control(Control::WorkerDropped);
     }
 }

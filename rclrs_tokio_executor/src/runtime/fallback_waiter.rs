@@ -42,7 +42,6 @@ use std::sync::{
     atomic::{AtomicBool, Ordering},
     mpsc, Arc,
 };
-use tokio::sync::mpsc::UnboundedSender;
 
 pub(crate) struct FallbackWaiter {
     new_primitives: mpsc::Sender<Waitable>,
@@ -57,7 +56,6 @@ impl FallbackWaiter {
         context: &Context,
         guard_condition: Arc<GuardCondition>,
         mailbox: MailboxSender,
-        control: UnboundedSender<Control>,
         stats: ExecutorStats,
         initial: Vec<Waitable>,
     ) -> Result<(Self, std::thread::JoinHandle<()>), RclrsError> {
@@ -73,7 +71,6 @@ impl FallbackWaiter {
                     incoming,
                     stop: thread_stop,
                     mailbox,
-                    control,
                     stats,
                     logged_a_panic: false,
                 };
@@ -116,7 +113,6 @@ struct Waiter {
     incoming: mpsc::Receiver<Waitable>,
     stop: Arc<AtomicBool>,
     mailbox: MailboxSender,
-    control: UnboundedSender<Control>,
     stats: ExecutorStats,
     logged_a_panic: bool,
 }
@@ -139,7 +135,7 @@ impl Waiter {
                     if let Err(err) = ffi::execute_guard_condition(primitive, ready) {
                         log_error!("rclrs_tokio_executor", "guard condition failed: {err}");
                     }
-                    let _ = self.control.send(Control::Sweep);
+                    self.mailbox.send_control(Control::Sweep);
                     return Ok(());
                 }
                 if loan.is_none() && !gone {

@@ -15,16 +15,17 @@
 //!
 //! On a pool thread, the end of a turn puts its deferred work in a per-thread list
 //! ([`later`]) instead of running it. The list runs at the first of:
-//! - **the thread's park** (the runtime's park hook calls [`ThreadWake::parking`]): the
-//!   thread goes idle, so the threads its work wakes need not preempt it. Before each
+//! - **the thread's park** (the Worker thread calls [`ThreadWake::parking`] once its run
+//!   queue is empty): the thread goes idle, so the threads its work wakes need not
+//!   preempt it. Before each
 //!   send into the mailbox of a Worker placed on another pool thread that is parked,
 //!   that thread is switched to SCHED_BATCH ([`ThreadWake::quiet`]), a policy whose
 //!   wake-ups do not preempt a running task; it switches itself back to SCHED_OTHER as it
 //!   unparks ([`ThreadWake::unparked`]), before it runs anything. So it starts when the
 //!   waking thread parks, a few microseconds later, or on another core if one is free;
-//! - **anything else running on the thread first**, a Worker's turn or a poll of an
-//!   async task ([`flush`]): the list then runs with plain wake-ups, so work handed over
-//!   never waits for a busy thread.
+//! - **anything else running on the thread first**, the next Worker's turn ([`flush`]):
+//!   the list then runs with plain wake-ups, so work handed over never waits for a busy
+//!   thread.
 //!
 //! Off the pool threads (dedicated Worker threads, a runtime the user passed in) the
 //! deferred work runs at the turn's end with plain wake-ups, as does work handed over
@@ -48,6 +49,8 @@ thread_local! {
     static POOL_INDEX: Cell<Option<usize>> = const { Cell::new(None) };
     /// Work deferred by turns that ended on this pool thread, not yet run.
     static PENDING: RefCell<Vec<Work>> = const { RefCell::new(Vec::new()) };
+    /// Whether `PENDING` may hold something (read before every turn).
+    static ANY_PENDING: Cell<bool> = const { Cell::new(false) };
     /// True while this thread runs its pending work from its park hook.
     static PARKING: Cell<bool> = const { Cell::new(false) };
 }
@@ -59,6 +62,7 @@ pub(crate) fn later(work: Work) {
         work();
     } else {
         PENDING.with(|pending| pending.borrow_mut().push(work));
+        ANY_PENDING.with(|any| any.set(true));
     }
 }
 
@@ -70,7 +74,15 @@ pub(crate) fn wakes_quietly(index: usize) -> bool {
 
 /// Run the pending work now: with plain wake-ups when something else runs on this
 /// thread, quietly from its park hook.
+#[inline]
 pub(crate) fn flush() {
+    if ANY_PENDING.with(|any| any.replace(false)) {
+        run_pending();
+    }
+}
+
+#[inline(never)]
+fn run_pending() {
     // Work may defer more work (it then runs at once: it runs outside any turn).
     for work in PENDING.with(take_queued).into_iter().flatten() {
         work();
@@ -105,18 +117,16 @@ impl ThreadWake {
         }
     }
 
-    /// On the pool thread, once its runtime stopped (the executor is being dropped):
-    /// the work still pending is dropped here, while the runtime still exists, and what
-    /// the runtime's drop defers runs at once; the thread's id is forgotten, so a later
-    /// thread with the same id is never switched.
+    /// On the pool thread, once it stopped (the executor is being dropped): the work
+    /// still pending is dropped here, and what is deferred from now on runs at once; the
+    /// thread's id is forgotten, so a later thread with the same id is never switched.
     pub(crate) fn stopped(&self) {
         self.tid.store(0, Ordering::Relaxed);
         POOL_INDEX.with(|own| own.set(None));
         drop(PENDING.with(|pending| std::mem::take(&mut *pending.borrow_mut())));
     }
 
-    /// The runtime's park hook: the thread is about to park (unless the work run here
-    /// gives it a task).
+    /// The thread is about to park (unless the work run here gives it a turn).
     pub(crate) fn parking(&self) {
         self.parked.store(true, Ordering::SeqCst);
         PARKING.with(|parking| parking.set(true));
@@ -124,7 +134,7 @@ impl ThreadWake {
         PARKING.with(|parking| parking.set(false));
     }
 
-    /// The runtime's unpark hook, before the thread runs anything.
+    /// The thread unparked, before it runs anything.
     pub(crate) fn unparked(&self) {
         self.parked.store(false, Ordering::SeqCst);
         if self.quieted.load(Ordering::SeqCst) {

@@ -2,21 +2,24 @@
 //! of Worker tasks, and the signals `spin()` and the Worker tasks wait on.
 
 use crate::options::{DedicatedWorkers, TokioExecutorOptions};
+use crate::runtime::mailbox::MailboxSender;
 use crate::runtime::{
     async_tasks::TaskCounters,
     spin_gate::SpinGate,
     threads::{JoinList, Threads},
     timer_scheduler::TimerScheduler,
-    workers::{Control, WorkerList},
+    workers::WorkerList,
 };
 use crate::stats::ExecutorStats;
 use std::sync::{
     atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc, Mutex, Weak,
 };
-use tokio::sync::{mpsc::UnboundedSender, Notify};
+use tokio::sync::Notify;
 
 pub(crate) struct ExecutorShared {
+    /// Tells this executor's threads from others' (`worker_thread::runs_for`).
+    pub(crate) id: usize,
     pub(crate) gate: SpinGate,
     /// Where Worker tasks and async tasks run.
     pub(crate) threads: Threads,
@@ -60,14 +63,20 @@ pub(crate) struct ExecutorShared {
     /// The fallback waiters' threads started so far (joined when the executor drops,
     /// after the pool's threads, whose Worker tasks stop them).
     pub(crate) fallback_threads: JoinList,
-    /// The clock task's control channel, started by the first Worker that meets a
-    /// `/clock` subscription (see `worker_task::registration`).
-    pub(crate) clock_task: std::sync::OnceLock<UnboundedSender<Control>>,
+    /// The clock task's mailbox, started by the first Worker that meets a `/clock`
+    /// subscription (see `worker_task::registration`).
+    pub(crate) clock_task: std::sync::OnceLock<MailboxSender>,
 }
 
 impl ExecutorShared {
-    pub(crate) fn new(threads: Threads, options: &TokioExecutorOptions) -> Arc<Self> {
+    pub(crate) fn new(
+        id: usize,
+        threads: Threads,
+        options: &TokioExecutorOptions,
+        dedicated_refusal_logged: Arc<AtomicBool>,
+    ) -> Arc<Self> {
         Arc::new(Self {
+            id,
             gate: SpinGate::default(),
             threads,
             timers: TimerScheduler::new(&options.thread_name),
@@ -86,7 +95,7 @@ impl ExecutorShared {
             stops_on_signals: options.stop_on_signals,
             dedicated: options.dedicated_workers.clone(),
             thread_name: options.thread_name.clone(),
-            dedicated_refusal_logged: Arc::default(),
+            dedicated_refusal_logged,
             dedicated_threads: JoinList::default(),
             fallback_threads: JoinList::default(),
             clock_task: std::sync::OnceLock::new(),

@@ -38,13 +38,15 @@
 //! both through one notification, but only while a spin watches ([`SpinGate::watch`]),
 //! so the hot path pays one atomic load when nobody does.
 //!
-//! Nothing here polls: tasks waiting for the gate to open await [`SpinGate::opened`],
-//! `spin()` awaits [`SpinGate::drained`], and every notification uses the
-//! enable-then-check pattern of `tokio::sync::Notify` so no wake-up is lost between
-//! checking the condition and starting to wait.
+//! Nothing here polls: async tasks waiting for the gate to open await
+//! [`SpinGate::opened`], Workers leave a waker ([`SpinGate::wake_when_open`], checked
+//! again after it is left), `spin()` awaits [`SpinGate::drained`], and every
+//! notification uses the enable-then-check pattern of `tokio::sync::Notify` so no
+//! wake-up is lost between checking the condition and starting to wait.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::Waker;
 use tokio::sync::{futures::Notified, Notify};
 
 /// Opens while `spin()` runs; counts the callbacks in flight.
@@ -64,6 +66,8 @@ pub(crate) struct SpinGate {
     /// How many spins watch for progress; progress is announced only then.
     watchers: AtomicUsize,
     opened: Notify,
+    /// Workers to wake at the next opening.
+    waiting: Mutex<Vec<Waker>>,
     drained: Notify,
     progress: Notify,
 }
@@ -72,6 +76,11 @@ pub(crate) struct SpinGate {
 pub(crate) struct InFlight<'a> {
     gate: &'a SpinGate,
 }
+
+/// A callback's flight held across a Worker's turns (a payload lent to the fallback
+/// waiter): ended only by [`SpinGate::finish_detached`].
+#[must_use]
+pub(crate) struct DetachedFlight(());
 
 /// A spin's registration for progress notifications; see [`SpinGate::watch`].
 pub(crate) struct Watching<'a> {
@@ -118,7 +127,19 @@ impl SpinGate {
         let pass = self.pass.fetch_add(1, SeqCst) + 1;
         self.open.store(true, SeqCst);
         self.opened.notify_waiters();
+        let waiting = std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|e| e.into_inner()));
+        waiting.into_iter().for_each(Waker::wake);
         pass
+    }
+
+    /// Wake `waker` at the next opening of the gate. A Worker that found the gate not
+    /// admitting leaves its waker, then checks again: an opening in between either
+    /// finds the waker or is seen by the check.
+    pub(crate) fn wake_when_open(&self, waker: &Waker) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if !waiting.iter().any(|w| w.will_wake(waker)) {
+            waiting.push(waker.clone());
+        }
     }
 
     /// Stop new callbacks from starting. Those in flight finish; await [`Self::drained`].
@@ -151,6 +172,21 @@ impl SpinGate {
         }
     }
 
+    /// Keep `flight` beyond the scope that entered it.
+    pub(crate) fn detach(&self, flight: InFlight<'_>) -> DetachedFlight {
+        std::mem::forget(flight);
+        DetachedFlight(())
+    }
+
+    /// End a detached flight, as work done if `worked`.
+    pub(crate) fn finish_detached(&self, flight: DetachedFlight, worked: bool) {
+        let DetachedFlight(()) = flight;
+        self.exit(worked);
+        if !worked {
+            self.progressed();
+        }
+    }
+
     /// Announce progress (work done, a mailbox item finished) to watching spins.
     pub(crate) fn progressed(&self) {
         if self.watchers.load(SeqCst) > 0 {
@@ -165,19 +201,6 @@ impl SpinGate {
             tokio::pin!(notified);
             notified.as_mut().enable();
             if self.admits() {
-                return;
-            }
-            notified.await;
-        }
-    }
-
-    /// Resolves once the gate is open for a pass after `pass`.
-    pub(crate) async fn opened_after(&self, pass: u64) {
-        loop {
-            let notified = self.opened.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.admits() && self.pass() != pass {
                 return;
             }
             notified.await;

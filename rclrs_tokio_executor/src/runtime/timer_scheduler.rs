@@ -72,29 +72,27 @@
 //! The same thread keeps the executor's [`alarms`]: deadlines of
 //! timed spins, which need the same sub-millisecond precision.
 //!
-//! **Workers drive their own.** Every Worker on the executor's pool or on a thread of
-//! its own gets a scheduler of its own for its timers, with no thread: the Worker adopts
-//! it and, before it waits for work, looks at its timers if one is due or something
-//! changed, delivering their ticks into its own mailbox, and says until when it may
-//! wait ([`TimerScheduler::before_park`]). A dedicated Worker's thread
-//! ([`TimerScheduler::adopt`]) then parks until that instant, and requests and resets
-//! unpark it; a pool Worker's task ([`TimerScheduler::adopt_for_task`]) waits on a
-//! timerfd armed for that instant, which Tokio's I/O driver watches beside everything
-//! else of its pool thread, and requests and resets notify the task. So a tick wakes one
-//! thread, the one that runs the callback (at its real-time priority if it has one),
-//! where a tick through a scheduler thread wakes two. The protocol is the same, only the
-//! loop differs: one [`Looker`] does every look. The executor's own scheduler thread
-//! keeps the timers of Workers on a runtime the user passed in, and the executor's
-//! alarms.
+//! **Workers drive their own.** Every Worker on the executor's own threads (the pool,
+//! or a dedicated thread) gets a scheduler of its own for its timers, with no thread:
+//! the Worker drives it ([`TimerScheduler::drive_from`]) at one named step of each of
+//! its turns (`worker_task`, step 5), looking at its timers if one is due or something
+//! changed ([`TimerScheduler::look_if_due`]), delivering their ticks into its own
+//! mailbox, and ending the turn idle until the next deadline, which its thread parks
+//! for. A request (a reset from another thread, a clock jump, an added timer) nudges
+//! the Worker: its mailbox schedules a turn, which looks. So a tick wakes one thread,
+//! the one that runs the callback (at its real-time priority if it has one), where a
+//! tick through a scheduler thread wakes two. The protocol is the same, only the loop
+//! differs: one [`Looker`] does every look. The executor's own scheduler thread keeps
+//! the timers of Workers on a runtime the user passed in, and the executor's alarms.
 //!
-//! A Worker does not wait while it always has work (a stream it cannot keep up with),
-//! and nobody else looks at its timers. So during its turns it also looks between
-//! mailbox items and wherever a drain asks whether other items wait
-//! ([`deliver_adopted_due`], from `turn::items_waiting`): a timer that fell due during
-//! a burst is delivered then, queued behind what waits, and runs after a fair share of
-//! the burst, as a scheduler thread would deliver it at its deadline. That check costs
-//! one thread-local read, and a clock read while one of the Worker's timers has a
-//! deadline.
+//! A Worker does not go idle while it always has work (a stream it cannot keep up
+//! with), and nobody else looks at its timers. So its turn also looks between mailbox
+//! items when one is due ([`TimerScheduler::is_due`], a query), and a drain counts a
+//! due timer among the items that wait (`turn::items_waiting`), so it yields after its
+//! fair share: a timer that fell due during a burst is delivered behind what waits, and
+//! runs after a fair share of the burst, as a scheduler thread would deliver it at its
+//! deadline. That check costs a clock read while one of the Worker's timers has a
+//! deadline, and nothing for a Worker without timers.
 //!
 //! Wake-ups use `thread::unpark`, which is sticky: a wake that lands while the thread is
 //! evaluating is not lost. Nothing here takes rclrs's clock lock, so the jump callback
@@ -117,7 +115,6 @@ use alarms::{Alarm, AlarmList};
 use looker::{Look, Looker};
 use plan::{Plan, ScheduledTimer};
 use send_fence::SendFence;
-use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::{
     atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
@@ -125,61 +122,13 @@ use std::sync::{
 };
 use std::thread::Thread;
 use std::time::{Duration, Instant};
-use tokio::sync::Notify;
-
-thread_local! {
-    /// The scheduler of the Worker this thread runs: for good on a dedicated Worker's
-    /// thread, for the length of a turn on a pool thread ([`Driving`]).
-    static ADOPTED: RefCell<Option<Arc<TimerScheduler>>> = const { RefCell::new(None) };
-}
-
-/// On a dedicated Worker's thread, before it parks: see
-/// [`TimerScheduler::before_park`]. `None` (park until woken) elsewhere.
-pub(crate) fn before_park_adopted() -> Option<Instant> {
-    ADOPTED.with(|adopted| adopted.try_borrow().ok()?.as_ref()?.before_park())
-}
-
-/// During a Worker's turn, between callbacks: deliver the ticks of its timers that fell
-/// due (or were asked about) while it was busy. Nothing on a thread that runs no Worker
-/// driving its own timers.
-pub(crate) fn deliver_adopted_due() {
-    ADOPTED.with(|adopted| {
-        if let Some(scheduler) = adopted
-            .try_borrow()
-            .ok()
-            .as_deref()
-            .and_then(Option::as_ref)
-        {
-            let _ = scheduler.before_park();
-        }
-    });
-}
-
-/// A pool Worker's turn: its scheduler is this thread's for [`deliver_adopted_due`]
-/// until dropped.
-pub(crate) struct Driving(());
-
-impl Driving {
-    pub(crate) fn begin(scheduler: &Arc<TimerScheduler>) -> Self {
-        ADOPTED.with(|adopted| *adopted.borrow_mut() = Some(Arc::clone(scheduler)));
-        Driving(())
-    }
-}
-
-impl Drop for Driving {
-    fn drop(&mut self) {
-        // Cleared, not restored: a turn that awaited (a loan) and found another turn of
-        // this thread in between only misses some looks until it waits again.
-        ADOPTED.with(|adopted| adopted.borrow_mut().take());
-    }
-}
 
 /// Who drives a scheduler, and how a request wakes it.
 enum Driver {
-    /// Its own thread, or a dedicated Worker's thread that adopted it: unparked.
+    /// Its own thread: unparked.
     Thread(Thread),
-    /// A pool Worker's task: notified (a permit is kept if the task is not waiting).
-    Task(Arc<Notify>),
+    /// The Worker whose timers these are: its mailbox nudged (a turn, which looks).
+    Worker(MailboxSender),
 }
 
 /// Identifies a timer: the address of its entity.
@@ -312,7 +261,7 @@ impl TimerScheduler {
     fn unpark(&self) {
         match self.driver.get() {
             Some(Driver::Thread(thread)) => thread.unpark(),
-            Some(Driver::Task(notify)) => notify.notify_one(),
+            Some(Driver::Worker(mailbox)) => mailbox.nudge(),
             None => {}
         }
     }
@@ -327,33 +276,16 @@ impl TimerScheduler {
         f(&mut self.alarms.0.lock().unwrap())
     }
 
-    /// Let the calling thread (a dedicated Worker's) drive this scheduler instead of a
-    /// thread of its own: it calls [`before_park_adopted`] before each park and
-    /// [`deliver_adopted_due`] between callbacks, and is unparked when a timer needs a
-    /// look. Called before any timer is added.
-    pub(crate) fn adopt(self: &Arc<Self>) {
+    /// Let the Worker whose mailbox `mailbox` is drive this scheduler instead of a
+    /// thread of its own: each of its turns calls [`look_if_due`](Self::look_if_due),
+    /// and a request that needs a look nudges it. Called before any timer is added.
+    pub(crate) fn drive_from(&self, mailbox: MailboxSender) {
         let _starting = self.starting.lock().unwrap();
-        if self
-            .driver
-            .set(Driver::Thread(std::thread::current()))
-            .is_ok()
-        {
-            crate::ffi::set_precise_timer_slack();
-            ADOPTED.with(|adopted| *adopted.borrow_mut() = Some(Arc::clone(self)));
-        }
+        let _ = self.driver.set(Driver::Worker(mailbox));
     }
 
-    /// Let a pool Worker's task drive this scheduler: it calls
-    /// [`before_park`](Self::before_park) before it waits for work, and waits at most
-    /// until the instant that returns, or until the returned `Notify` says a timer
-    /// needs a look. Called before any timer is added.
-    pub(crate) fn adopt_for_task(&self) -> Option<Arc<Notify>> {
-        let _starting = self.starting.lock().unwrap();
-        let notify = Arc::new(Notify::new());
-        self.driver
-            .set(Driver::Task(Arc::clone(&notify)))
-            .is_ok()
-            .then_some(notify)
+    fn driven_by_worker(&self) -> bool {
+        matches!(self.driver.get(), Some(Driver::Worker(_)))
     }
 
     /// Whether any timer is scheduled here.
@@ -361,10 +293,10 @@ impl TimerScheduler {
         self.timer_count.load(Ordering::Acquire) > 0
     }
 
-    /// For the Worker that adopted this scheduler: look at the timers if something
+    /// For the Worker that drives this scheduler: look at the timers if something
     /// changed or one is due, deliver their ticks, and say until when it may wait
     /// (`None`: until woken). Reads the clock only while a timer has a deadline.
-    pub(crate) fn before_park(&self) -> Option<Instant> {
+    pub(crate) fn look_if_due(&self) -> Option<Instant> {
         loop {
             if !self.dirty.load(Ordering::SeqCst) {
                 let planned = self.planned_ns.load(Ordering::SeqCst);
@@ -386,6 +318,18 @@ impl TimerScheduler {
                 Look::Sleep(next) => return next,
             }
         }
+    }
+
+    /// Whether a look would find something to do now: a request, or a deadline that
+    /// has come (a query: nothing is delivered). Reads the clock only while a timer has
+    /// a deadline.
+    pub(crate) fn is_due(&self) -> bool {
+        if self.dirty.load(Ordering::SeqCst) {
+            return true;
+        }
+        let planned = self.planned_ns.load(Ordering::SeqCst);
+        planned != u64::MAX
+            && (planned == 0 || Instant::now() >= self.epoch + Duration::from_nanos(planned))
     }
 
     fn ensure_thread(self: &Arc<Self>) {
@@ -467,7 +411,13 @@ impl TimerScheduler {
         if stale || timer.awaiting_worker || timer.sim_time.load(Ordering::Acquire) {
             timer.awaiting_worker = false;
             drop(state);
-            self.look_at(key);
+            if self.driven_by_worker() {
+                // Called from the Worker's own turn, which looks before it ends.
+                self.asked.lock().unwrap().insert(key);
+                self.dirty.store(true, Ordering::SeqCst);
+            } else {
+                self.look_at(key);
+            }
         }
     }
 

@@ -21,7 +21,8 @@
 //! Within one Worker, an item with many callbacks to run (an entity's backlog, a
 //! fan-out drain) runs [`FAIR_SHARE`] of them and then lets the Worker's other waiting
 //! items go first (`drain.rs`, "Sharing the Worker"); [`items_waiting`] counts them,
-//! for the drain and for work the task cannot see into.
+//! for the drain and for work the task cannot see into, and counts a timer of the
+//! Worker's that is due as one (the turn delivers its tick between items).
 //!
 //! # Deferred wake-ups
 //!
@@ -30,7 +31,7 @@
 //! thread once per turn instead of once per message is what interrupt mitigation does
 //! for a network card. A turn with one message ends right after it, so a lone message is
 //! not delayed. On a pool thread the work then goes out when the thread parks or runs
-//! its next task, whichever comes first (see [`hand_over`](super::hand_over)).
+//! its next turn, whichever comes first (see [`hand_over`](super::hand_over)).
 //!
 //! # The spin's end
 //!
@@ -47,7 +48,7 @@
 //! can find it taken over by another turn of the same thread when it resumes; it then
 //! sees its budget spent and yields, and the other turn's end runs its deferred work.
 
-use crate::runtime::{hand_over, shared::ExecutorShared, timer_scheduler};
+use crate::runtime::{hand_over, shared::ExecutorShared, timer_scheduler::TimerScheduler};
 use crate::stats::worker_counters::WorkerCounters;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
@@ -66,17 +67,35 @@ pub(crate) const FAIR_SHARE: usize = 8;
 
 type Deferred = Box<dyn FnOnce()>;
 
-thread_local! {
+/// What a turn's callbacks may ask about their Worker, made once per Worker.
+pub(crate) struct TurnContext {
+    /// The mailbox counts of the Worker.
+    pub(crate) counters: Arc<WorkerCounters>,
+    /// The executor whose spin gate its callbacks pass; `None` for an ungated Worker.
+    pub(crate) gated_by: Option<Arc<ExecutorShared>>,
+    /// The timers it drives, if it drives its own.
+    pub(crate) timers: Option<Arc<TimerScheduler>>,
+}
+
+/// The turn running on this thread, if any.
+struct Current {
     /// `None` outside a Worker turn.
-    static LEFT: Cell<Option<usize>> = const { Cell::new(None) };
-    /// When the current turn ends, if other Worker tasks wait for its thread.
-    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
-    static AT_END: RefCell<Vec<Deferred>> = const { RefCell::new(Vec::new()) };
-    /// The executor whose spin gate the current turn's callbacks pass; `None` outside a
-    /// turn of a gated Worker.
-    static GATED_BY: RefCell<Option<Arc<ExecutorShared>>> = const { RefCell::new(None) };
-    /// The mailbox counts of the Worker whose turn it is; `None` outside a turn.
-    static WORKER: RefCell<Option<Arc<WorkerCounters>>> = const { RefCell::new(None) };
+    left: Cell<Option<usize>>,
+    /// When the current turn ends, if other Workers wait for its thread.
+    deadline: Cell<Option<Instant>>,
+    context: RefCell<Option<Arc<TurnContext>>>,
+    at_end: RefCell<Vec<Deferred>>,
+}
+
+thread_local! {
+    static CURRENT: Current = const {
+        Current {
+            left: Cell::new(None),
+            deadline: Cell::new(None),
+            context: RefCell::new(None),
+            at_end: RefCell::new(Vec::new()),
+        }
+    };
 }
 
 /// A Worker turn on this thread. Dropping it ends the turn: the budget goes away and
@@ -84,57 +103,77 @@ thread_local! {
 pub(crate) struct Turn(());
 
 impl Turn {
-    /// Begin a turn of the Worker whose mailbox `worker` counts; with `shared_thread`
-    /// (other Worker tasks on this thread) it also ends after [`TURN_TIME`]. `gated_by`:
-    /// the executor whose spin gate the turn's callbacks pass, for a gated Worker.
-    pub(crate) fn begin(
-        worker: Arc<WorkerCounters>,
-        shared_thread: bool,
-        gated_by: Option<Arc<ExecutorShared>>,
-    ) -> Self {
-        // Work an earlier turn on this thread handed over goes out first.
-        hand_over::flush();
-        LEFT.with(|left| left.set(Some(TURN_BUDGET)));
-        GATED_BY.with(|gate| *gate.borrow_mut() = gated_by);
-        WORKER.with(|counters| *counters.borrow_mut() = Some(worker));
-        DEADLINE.with(|deadline| deadline.set(shared_thread.then(|| Instant::now() + TURN_TIME)));
+    /// Begin a turn of the Worker whose `context` it is; with `shared_thread` (other
+    /// Workers on this thread) it also ends after [`TURN_TIME`].
+    #[inline]
+    pub(crate) fn begin(context: &Arc<TurnContext>, shared_thread: bool) -> Self {
+        CURRENT.with(|current| {
+            current.left.set(Some(TURN_BUDGET));
+            current
+                .deadline
+                .set(shared_thread.then(|| Instant::now() + TURN_TIME));
+            *current.context.borrow_mut() = Some(Arc::clone(context));
+        });
         Turn(())
     }
 
     /// Whether the budget or the time is spent (or the budget was lost to another turn
-    /// on this thread while this one awaited).
+    /// on this thread while this one ran a nested one).
+    #[inline]
     pub(crate) fn exhausted(&self) -> bool {
         left() == 0 || overtime()
+    }
+
+    /// Whether a timer the Worker drives needs a look (see [`TimerScheduler::is_due`]).
+    #[inline]
+    pub(crate) fn timers_due(&self) -> bool {
+        with_context(|context| {
+            context
+                .timers
+                .as_ref()
+                .is_some_and(|timers| timers.has_timers() && timers.is_due())
+        })
+        .unwrap_or(false)
     }
 }
 
 impl Drop for Turn {
     fn drop(&mut self) {
-        LEFT.with(|left| left.set(None));
-        DEADLINE.with(|deadline| deadline.set(None));
-        GATED_BY.with(|gate| gate.borrow_mut().take());
-        WORKER.with(|counters| counters.borrow_mut().take());
+        let (context, deferred) = CURRENT.with(|current| {
+            current.left.set(None);
+            current.deadline.set(None);
+            let context = current.context.borrow_mut().take();
+            (context, hand_over::take_queued(&current.at_end))
+        });
+        drop(context);
         // Deferred work may defer more (it runs outside the turn, so that runs at once).
-        for work in AT_END.with(hand_over::take_queued).into_iter().flatten() {
+        for work in deferred.into_iter().flatten() {
             hand_over::later(work);
         }
     }
 }
 
+#[inline]
+fn with_context<R>(f: impl FnOnce(&TurnContext) -> R) -> Option<R> {
+    CURRENT.with(|current| current.context.borrow().as_deref().map(f))
+}
+
 /// What is left of the current turn's budget (0 outside a turn).
+#[inline]
 pub(crate) fn left() -> usize {
-    LEFT.with(|left| left.get().unwrap_or(0))
+    CURRENT.with(|current| current.left.get().unwrap_or(0))
 }
 
 /// Spend `callbacks` of the current turn's budget. Returns false once the budget or
 /// the turn's time is spent (the caller should stop and let its Worker yield); always
 /// true outside a turn.
+#[inline]
 pub(crate) fn spend(callbacks: usize) -> bool {
-    LEFT.with(|left| match left.get() {
+    CURRENT.with(|current| match current.left.get() {
         Some(n) => {
             let n = n.saturating_sub(callbacks);
-            left.set(Some(n));
-            n > 0 && !overtime()
+            current.left.set(Some(n));
+            n > 0 && !past(current.deadline.get())
         }
         None => true,
     })
@@ -143,43 +182,53 @@ pub(crate) fn spend(callbacks: usize) -> bool {
 /// Whether the current turn's spin gate no longer admits callbacks (see "The spin's
 /// end"); false outside a turn of a gated Worker.
 pub(crate) fn spin_ending() -> bool {
-    GATED_BY.with(|gate| {
-        gate.borrow()
+    with_context(|context| {
+        context
+            .gated_by
             .as_ref()
             .is_some_and(|shared| !shared.gate.admits())
     })
+    .unwrap_or(false)
 }
 
-/// How many items wait in the mailbox of the current turn's Worker besides the one it
-/// runs (see "Sharing the Worker"), after delivering the ticks of its timers that fell
-/// due if this thread drives them (a dedicated Worker's, see `timer_scheduler`); 0
-/// outside a turn.
+/// How many items wait for the current turn's Worker besides the one it runs (see
+/// "Sharing the Worker"): those in its mailbox, and one for its timers if one of those
+/// it drives is due; 0 outside a turn.
 pub(crate) fn items_waiting() -> u64 {
-    // On a thread that drives its Worker's timers, a timer due by now waits too.
-    timer_scheduler::deliver_adopted_due();
-    WORKER.with(|counters| {
-        counters
-            .borrow()
+    with_context(|context| {
+        let timer_due = context
+            .timers
             .as_ref()
-            .map_or(0, |counters| counters.unfinished().saturating_sub(1))
+            .is_some_and(|timers| timers.has_timers() && timers.is_due());
+        context.counters.unfinished().saturating_sub(1) + u64::from(timer_due)
     })
+    .unwrap_or(0)
 }
 
 /// Whether the current turn has a deadline and it has passed (reads the clock only if it
 /// has one).
+#[inline]
 pub(crate) fn overtime() -> bool {
-    DEADLINE
-        .with(Cell::get)
-        .is_some_and(|deadline| Instant::now() >= deadline)
+    past(CURRENT.with(|current| current.deadline.get()))
+}
+
+#[inline]
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|deadline| Instant::now() >= deadline)
 }
 
 /// Run `work` when the current Worker turn ends (on a pool thread, when the thread then
-/// parks or runs its next task: `hand_over`), or now outside a turn. `work` must not run
+/// parks or runs its next turn: `hand_over`), or now outside a turn. `work` must not run
 /// user callbacks: it is meant for handing work to other Workers.
 pub(crate) fn at_turn_end(work: impl FnOnce() + 'static) {
-    if LEFT.with(Cell::get).is_none() {
+    let work = CURRENT.with(|current| {
+        if current.left.get().is_none() {
+            return Some(work);
+        }
+        current.at_end.borrow_mut().push(Box::new(work));
+        None
+    });
+    if let Some(work) = work {
         work();
-    } else {
-        AT_END.with(|at_end| at_end.borrow_mut().push(Box::new(work)));
     }
 }

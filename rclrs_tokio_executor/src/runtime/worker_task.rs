@@ -1,70 +1,109 @@
-//! A Worker task: the single Tokio task that runs everything of one rclrs Worker.
+//! A Worker task: everything of one rclrs Worker, run one turn at a time.
 //!
-//! A Tokio task is never polled by two threads at once, so whatever this task does for
-//! its Worker happens one thing at a time and in mailbox order, and it needs no lock on
-//! the Worker's payload: it owns it. Different Workers are different tasks, which the
-//! pool runs in parallel on its threads. With `follow_load` a task may move to another
-//! pool thread between turns: it leaves its loop with nothing in flight and is spawned
-//! again there, owning the same mailbox, entities and payload (see `placement`).
+//! Only one thread runs a Worker's turn at a time (its cell's lock, see [`WorkerCell`]),
+//! so whatever the task does for its Worker happens one thing at a time and in mailbox
+//! order, and it needs no lock on the Worker's payload: it owns it. Different Workers
+//! are different tasks, which run in parallel on different threads.
 //!
-//! The task has two inputs:
-//! - a **control** channel for bookkeeping that must happen whether or not the executor
-//!   is spinning: new entities (registered for push right away, so arrivals before the
-//!   first spin are counted), activity listeners, and sweeps of dropped entities;
-//! - the **mailbox** of callbacks, taken only while the spin gate is open.
+//! # What runs the turns
+//!
+//! [`WorkerCell`] holds the task and its mailbox, and its driver says who runs a turn
+//! when the mailbox wakes it:
+//! - a pool thread of the executor (the default): queued on that thread's run queue
+//!   (`worker_thread`); with `follow_load` the Worker may move to another pool thread
+//!   between turns, keeping its mailbox, entities and payload (see `placement`);
+//! - a dedicated Worker's thread of its own, the same way;
+//! - a Tokio task on a runtime the user passed in (`runtime_handle`), woken through an
+//!   `AtomicWaker` ([`drive_on_tokio`]).
+//!
+//! # A turn
+//!
+//! [`WorkerTask::turn`] runs these steps, and ends with a [`TurnEnd`]:
+//! 1. **control**: bookkeeping that must happen whether or not the executor is spinning
+//!    (new entities, registered for push right away so arrivals before the first spin
+//!    are counted; activity listeners; sweeps of dropped entities; the Worker's end);
+//! 2. **payload**: if the payload is lent to the fallback waiter, nothing else can run
+//!    until it is back;
+//! 3. **gate**: callbacks run only while the spin gate admits them; otherwise the turn
+//!    asks the gate to wake it when it opens;
+//! 4. **pass**: a new spin began: what the last single pass deferred is queued again;
+//! 5. **timers**: a Worker that drives its own timers looks at them, delivering the
+//!    ticks due into its mailbox (see "Workers drive their own" in `timer_scheduler`);
+//! 6. **batch**: mailbox items, up to [`MAILBOX_BUDGET`] and the turn's budget
+//!    (`turn`), looking at the timers again between items when one is due;
+//! 7. **end**: yield if the budget ran out, nap or linger after a backlog (`linger`),
+//!    move if the load says so (`placement`), otherwise idle until the timers' next
+//!    deadline.
 //!
 //! # Life of the task
 //!
 //! The task ends when the executor shuts down, or once its rclrs Worker is gone (its
 //! channel dropped, [`Control::WorkerDropped`]), no entity of it is still in use and its
 //! mailbox is empty: payload tasks sent before the Worker went still run, at the next
-//! spin, as the basic executor runs them. It
-//! owns its entities, so ending tears them down: the mailbox is drained first, then
-//! every entity deregisters its push callback before its Waitable is dropped, then the
-//! task leaves the executor's list of Workers.
+//! spin, as the basic executor runs them. It owns its entities, so ending tears them
+//! down: the mailbox is drained first, then every entity deregisters its push callback
+//! before its Waitable is dropped, then the task leaves the executor's list of Workers.
 //!
-//! Submodules: [`control`] (what the control channel asks for, and when the task is
-//! done), [`registration`] (how a new Waitable is taken in), [`drain`] (how an
-//! entity's arrivals are executed), [`activity`] (the listeners told after every
-//! callback), [`linger`] (the nap after a backlog, and the brief watch of the mailbox
-//! under a sustained stream), [`timer_wake`] (how a pool Worker waits for its own
-//! timers' deadlines) and [`stage_trace`] (timestamps of a drain while stage tracing is
-//! on).
+//! Submodules: [`cell`] (the task's cell and its drivers), [`control`] (what the control
+//! queue asks for, and when the task is done), [`registration`] (how a new Waitable is
+//! taken in), [`drain`] (how an entity's arrivals are executed), [`activity`] (the
+//! listeners told after every callback), [`linger`] (the nap after a backlog, and the
+//! brief watch of the mailbox under a sustained stream) and [`stage_trace`] (timestamps
+//! of a drain while stage tracing is on).
 
 mod activity;
+mod cell;
 mod control;
 mod drain;
 mod linger;
 mod registration;
 mod stage_trace;
-mod timer_wake;
 
 use crate::runtime::{
     async_tasks::InlineScope,
-    dedicated_thread,
     entity::Entity,
     fallback_waiter::FallbackWaiter,
-    mailbox::{self, LentPayload, MailItem, MailboxReceiver, MailboxSender},
+    mailbox::{LentPayload, MailItem, Mailbox, MailboxSender},
     panics::log_panic,
     placement::{Home, LONG_CALLBACK, WINDOW},
     shared::ExecutorShared,
-    timer_scheduler::{self, TimerScheduler},
-    turn::{self, Turn},
-    workers::{Control, WorkerEntry},
+    spin_gate::DetachedFlight,
+    timer_scheduler::TimerScheduler,
+    turn::{self, Turn, TurnContext},
+    worker_thread::{ThreadShared, TurnEnd},
+    workers::WorkerEntry,
 };
 use crate::stats::worker_counters::WorkerCounters;
 use linger::LingerState;
 use rclrs::{log_error, Context, GuardCondition, WeakActivityListener};
 use std::any::Any;
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Poll, Waker};
 use std::time::Instant;
-use timer_wake::{wait_for_timers, TimerWake};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
-/// How many mailbox items a Worker runs before yielding to other tasks (it also yields
-/// once its turn's callback budget is spent, see `turn`).
+/// How many mailbox items a Worker runs in one turn (it also ends the turn once the
+/// turn's callback budget is spent, see `turn`).
 const MAILBOX_BUDGET: usize = 64;
+
+/// Where a turn runs.
+#[derive(Clone, Copy)]
+pub(crate) enum Site<'a> {
+    /// On a Worker thread of the executor (pool or dedicated).
+    Thread(&'a Arc<ThreadShared>),
+    /// In a Tokio task on a runtime the user passed in.
+    Task,
+}
+
+/// The payload while it is lent to the fallback waiter.
+struct Loan {
+    returned: oneshot::Receiver<Box<dyn Any + Send>>,
+    /// The loan is a callback in flight until the payload is back.
+    flight: Option<DetachedFlight>,
+}
 
 pub(crate) struct WorkerTask {
     shared: Arc<ExecutorShared>,
@@ -75,15 +114,18 @@ pub(crate) struct WorkerTask {
     /// `ExecutorShared::clock_task`), which keeps ROS time moving between spins.
     gated: bool,
     /// This task in the executor's list of Workers.
-    entry: Arc<WorkerEntry>,
+    entry: Weak<WorkerEntry>,
     /// What this task counts for users (and its mailbox's positions, for `spin()`).
     counters: Arc<WorkerCounters>,
-    control: mpsc::UnboundedReceiver<Control>,
-    control_tx: mpsc::UnboundedSender<Control>,
-    mailbox: MailboxReceiver,
+    /// What its callbacks may ask about it during a turn (`turn`).
+    turn_context: Arc<TurnContext>,
+    mailbox: Arc<Mailbox>,
     mailbox_tx: MailboxSender,
+    /// Wakes this task without sending it anything (the gate opened, a loan came back).
+    nudger: Waker,
     /// `None` only while lent to the fallback waiter.
     payload: Option<Box<dyn Any + Send>>,
+    loan: Option<Loan>,
     entities: Vec<Arc<Entity>>,
     /// Activity listeners, told after every callback (see `activity`).
     listeners: Vec<WeakActivityListener>,
@@ -96,12 +138,10 @@ pub(crate) struct WorkerTask {
     /// The rclrs Worker is gone: end once no entity is in use.
     orphaned: bool,
     linger: LingerState,
-    /// The timer scheduler of this Worker's timers: one of its own, which the Worker
-    /// drives (its thread, or on the pool this task through `timer_wake`), or the
-    /// executor's (see `timer_scheduler`).
+    /// The timer scheduler of this Worker's timers: one of its own, which the task
+    /// drives (`drives_timers`), or the executor's (see `timer_scheduler`).
     timers: Arc<TimerScheduler>,
-    /// On the pool: how this task waits for its own timers.
-    timer_wake: Option<TimerWake>,
+    drives_timers: bool,
     fallback: Option<FallbackWaiter>,
     /// Where the task runs on the pool (`None` on a user's runtime or its own thread).
     home: Option<Home>,
@@ -113,53 +153,52 @@ pub(crate) struct WorkerTask {
 }
 
 impl WorkerTask {
-    /// Start a Worker task on the executor's threads. Returns its control channel and
-    /// its mailbox.
+    /// Start a Worker task on the executor's threads (a dedicated thread, a pool thread,
+    /// or the user's runtime). Returns its mailbox.
     pub(crate) fn spawn(
         shared: Arc<ExecutorShared>,
         context: Context,
         guard_condition: Option<Arc<GuardCondition>>,
         payload: Box<dyn Any + Send>,
-    ) -> (mpsc::UnboundedSender<Control>, MailboxSender) {
-        let (control_tx, control) = mpsc::unbounded_channel();
+    ) -> MailboxSender {
         let counters = shared.stats.new_worker();
-        let (mailbox_tx, mailbox) = mailbox::mailbox(&counters);
-        let entry = Arc::new(WorkerEntry {
-            gated: guard_condition.is_some(),
-            control: control_tx.clone(),
-            mailbox: Arc::clone(&counters),
-        });
-        shared.workers.add(Arc::clone(&entry));
-        // The clock task is never dedicated: it must serve `/clock` on the Tokio threads.
+        let mailbox = Mailbox::new(&counters);
+        let mailbox_tx = mailbox.sender();
+        // The clock task is never dedicated: it must serve `/clock` even when every
+        // dedicated thread is busy.
         let dedicated = shared
             .dedicated
             .as_ref()
             .filter(|d| guard_condition.is_some() && d.applies_to(&*payload))
             .cloned();
-        let (timers, timer_wake) = match &dedicated {
-            Some(_) => (shared.worker_timers(counters.id), None),
-            // A gated Worker on the pool drives its own timers too (see `timer_wake`).
-            None if guard_condition.is_some() && shared.threads.is_pool() => {
-                let own = shared.worker_timers(counters.id);
-                match TimerWake::new(&own) {
-                    Some(wake) => (own, Some(wake)),
-                    None => (Arc::clone(&shared.timers), None),
-                }
-            }
-            None => (Arc::clone(&shared.timers), None),
+        // A gated Worker on the executor's own threads drives its own timers; the rest
+        // are the executor's scheduler thread's.
+        let drives_timers = guard_condition.is_some() && shared.threads.is_pool();
+        let timers = if drives_timers {
+            let own = shared.worker_timers(counters.id);
+            own.drive_from(mailbox_tx.clone());
+            own
+        } else {
+            Arc::clone(&shared.timers)
         };
+        let turn_context = Arc::new(TurnContext {
+            counters: Arc::clone(&counters),
+            gated_by: guard_condition.is_some().then(|| Arc::clone(&shared)),
+            timers: drives_timers.then(|| Arc::clone(&timers)),
+        });
         let task = Self {
             shared: Arc::clone(&shared),
             context,
+            turn_context,
             gated: guard_condition.is_some(),
             guard_condition,
-            entry,
-            counters,
-            control,
-            control_tx: control_tx.clone(),
-            mailbox,
+            entry: Weak::new(),
+            counters: Arc::clone(&counters),
+            nudger: mailbox.nudger(),
+            mailbox: Arc::clone(&mailbox),
             mailbox_tx: mailbox_tx.clone(),
             payload: Some(payload),
+            loan: None,
             entities: Vec::new(),
             listeners: Vec::new(),
             stash: None,
@@ -167,148 +206,120 @@ impl WorkerTask {
             deferred: Vec::new(),
             orphaned: false,
             linger: LingerState::new(shared.linger),
-            timers: Arc::clone(&timers),
-            timer_wake,
+            timers,
+            drives_timers,
             fallback: None,
             home: None,
             next_placement_check: None,
             blocker: false,
         };
-        match dedicated {
-            None => task.spawn_on_pool(None),
-            Some(dedicated) => {
-                let counters = Arc::clone(&task.counters);
-                let on_thread = async move {
-                    let mut task = task;
-                    task.run().await;
-                };
-                if let Err((err, task)) =
-                    dedicated_thread::spawn(&shared, &dedicated, counters, timers, on_thread)
-                {
-                    log_error!(
-                        "rclrs_tokio_executor",
-                        "no thread for a dedicated Worker ({err}); it runs on the Tokio threads"
-                    );
-                    shared.threads.spawn_worker(None, |home| async move {
-                        let _counted = home;
-                        task.await
-                    });
-                }
-            }
-        }
-        (control_tx, mailbox_tx)
+        cell::place(&shared, task, dedicated);
+        mailbox_tx
     }
 
-    /// Run on pool thread `at` (or the one with the fewest Workers), and on whichever
-    /// thread the load sends it to next (see `placement`).
-    fn spawn_on_pool(self, at: Option<usize>) {
+    /// Run one turn (see the module's steps).
+    pub(crate) fn turn(&mut self, site: Site<'_>) -> TurnEnd {
+        // 1. Control.
+        while let Some(control) = self.mailbox.recv_control() {
+            if self.handle_control(control) {
+                return TurnEnd::Finished;
+            }
+        }
+        // 2. Payload.
+        if !self.payload_is_home() {
+            return TurnEnd::Idle { until: None };
+        }
+        // 3. Gate.
         let shared = Arc::clone(&self.shared);
-        shared.threads.spawn_worker(at, move |home| {
-            let mut task = self;
-            task.next_placement_check =
-                (task.shared.follow_load && home.is_some()).then(|| Instant::now() + WINDOW);
-            task.counters
-                .set_home_thread(home.as_ref().map(|h| h.index));
-            task.home = home;
-            if let (Some(home), true) = (task.home.as_mut(), task.blocker) {
-                home.mark_blocker();
+        if self.gated && !shared.gate.admits() {
+            shared.gate.wake_when_open(&self.nudger);
+            if !shared.gate.admits() {
+                return self.idle();
             }
-            async move {
-                if let Some(target) = task.run().await {
-                    // Nothing is in flight between turns: leave this thread's count,
-                    // then start again on the other thread, mailbox and all.
-                    if let Some(wake) = task.timer_wake.as_mut() {
-                        wake.unbind();
-                    }
-                    task.home = None;
-                    task.counters.set_home_thread(None);
-                    task.spawn_on_pool(Some(target));
-                }
+        }
+        // 4. Pass.
+        self.begin_pass_if_new();
+        // 5. Timers.
+        self.look_at_timers();
+        // 6. Batch.
+        let streaming = self.linger.streaming();
+        let budget_used = self.run_batch(site);
+        // 7. End.
+        if !self.deferred.is_empty() || self.stash.is_some() {
+            // Deferred entities go back into the mailbox when a new pass begins, and an
+            // item taken as the gate closed runs when it opens again.
+            shared.gate.wake_when_open(&self.nudger);
+            // Checked after leaving the waker: an opening since the batch began found
+            // no waker.
+            let new_pass = !self.deferred.is_empty() && shared.gate.pass() != self.pass;
+            if shared.gate.admits() && (self.stash.is_some() || new_pass) {
+                return TurnEnd::Yielded;
             }
-        });
+        }
+        if self.is_done() {
+            return TurnEnd::Finished;
+        }
+        if self.placement_due() {
+            return TurnEnd::Moved;
+        }
+        if budget_used {
+            return TurnEnd::Yielded;
+        }
+        if self.loan.is_some() {
+            return TurnEnd::Idle { until: None };
+        }
+        if self.nap_due(site) {
+            return TurnEnd::Nap;
+        }
+        if streaming && self.maybe_linger(site) {
+            return TurnEnd::Yielded;
+        }
+        self.linger.went_idle();
+        self.idle()
+    }
+
+    /// Idle until woken, or until the next deadline of the timers it drives.
+    fn idle(&mut self) -> TurnEnd {
+        TurnEnd::Idle {
+            until: self.look_at_timers(),
+        }
+    }
+
+    /// Step 5: the timers this Worker drives that are due go into its mailbox; until
+    /// when it may wait for the next one.
+    fn look_at_timers(&self) -> Option<Instant> {
+        if !self.drives_timers || !self.timers.has_timers() {
+            return None;
+        }
+        self.timers.look_if_due()
     }
 
     /// Whether the load says to move to another pool thread now (checked once per
-    /// window, between turns).
-    fn placement_due(&mut self) -> Option<usize> {
-        let due = self.next_placement_check?;
+    /// window, between turns); if so, the task is placed there already.
+    fn placement_due(&mut self) -> bool {
+        let Some(due) = self.next_placement_check else {
+            return false;
+        };
         let now = Instant::now();
         if now < due {
-            return None;
+            return false;
         }
         self.next_placement_check = Some(now + WINDOW);
-        let home = self.home.as_ref()?;
-        self.shared.threads.decide_move(home, now)
-    }
-
-    /// Run until the task ends (`None`), or until the load says to move to another
-    /// pool thread (`Some` of its index).
-    async fn run(&mut self) -> Option<usize> {
-        let shared = Arc::clone(&self.shared);
-        loop {
-            while let Ok(control) = self.control.try_recv() {
-                if self.handle_control(control) {
-                    return None;
-                }
-            }
-            if self.gated && !shared.gate.admits() {
-                tokio::select! {
-                    biased;
-                    control = self.control.recv() => match control {
-                        Some(control) => if self.handle_control(control) { return None },
-                        None => return None,
-                    },
-                    _ = shared.gate.opened() => {}
-                }
-                continue;
-            }
-            self.begin_pass_if_new();
-            let waiting_for_pass = !self.deferred.is_empty();
-            let pass = self.pass;
-            let first = match self.stash.take() {
-                Some(item) => item,
-                None => {
-                    // The Worker's own timers that are due go into the mailbox first.
-                    let look_again = self.timer_wake.as_ref().and_then(TimerWake::prepare);
-                    // The mailbox first: a Worker woken for an item then takes it
-                    // without polling its control channel too (the loop's top has just
-                    // emptied that; what reaches it since waits one batch, as if sent a
-                    // moment later).
-                    tokio::select! {
-                        biased;
-                        item = self.mailbox.recv() => match item {
-                            Some(item) => item,
-                            None => return None,
-                        },
-                        control = self.control.recv() => {
-                            match control {
-                                Some(control) => if self.handle_control(control) { return None },
-                                None => return None,
-                            }
-                            continue;
-                        }
-                        // Deferred entities go back into the mailbox when a new pass
-                        // begins.
-                        _ = shared.gate.opened_after(pass), if waiting_for_pass => continue,
-                        _ = wait_for_timers(self.timer_wake.as_mut(), look_again) => continue,
-                    }
-                }
-            };
-            let streaming = self.linger.streaming();
-            let budget_used = self.run_batch(first).await;
-            if self.is_done() {
-                return None;
-            }
-            if let Some(target) = self.placement_due() {
-                return Some(target);
-            }
-            if budget_used {
-                tokio::task::yield_now().await;
-            } else if !self.maybe_nap().await && streaming {
-                self.maybe_linger();
-            }
-            self.linger.went_idle();
+        let Some(home) = self.home.as_ref() else {
+            return false;
+        };
+        let Some(target) = self.shared.threads.decide_move(home, now) else {
+            return false;
+        };
+        // Nothing is in flight between turns: leave this thread's count and join the
+        // other's; the cell's driver reads the new home from the counters.
+        self.home = self.shared.threads.home_at(target);
+        if let (Some(home), true) = (self.home.as_mut(), self.blocker) {
+            home.mark_blocker();
         }
+        self.counters
+            .set_home_thread(self.home.as_ref().map(|h| h.index));
+        true
     }
 
     /// A new spin began since this task last worked: re-queue what the last single pass
@@ -330,27 +341,20 @@ impl WorkerTask {
         self.deferred.push(Arc::clone(entity));
     }
 
-    /// Run `first` and whatever else is queued, up to the budget. Returns true if the
-    /// budget ran out.
-    async fn run_batch(&mut self, first: MailItem) -> bool {
+    /// Step 6: run the stash and whatever is queued, up to the budget. Returns true if
+    /// the budget ran out.
+    fn run_batch(&mut self, site: Site<'_>) -> bool {
         let shared = Arc::clone(&self.shared);
+        let Some(first) = self.stash.take().or_else(|| self.mailbox.recv()) else {
+            return false;
+        };
         let mut next = Some(first);
         let mut ran = 0;
         let shares_thread = self
             .home
             .as_ref()
             .is_some_and(|home| home.load.workers() > 1);
-        let turn = Turn::begin(
-            Arc::clone(&self.counters),
-            shares_thread,
-            self.gated.then(|| Arc::clone(&shared)),
-        );
-        // Its own timers, if it has any, are looked at during the turn too.
-        let _driving = self
-            .timer_wake
-            .as_ref()
-            .is_some_and(TimerWake::has_timers)
-            .then(|| timer_scheduler::Driving::begin(&self.timers));
+        let turn = Turn::begin(&self.turn_context, shares_thread);
         while let Some(item) = next.take() {
             let flight = if self.gated {
                 let Some(flight) = shared.gate.try_enter() else {
@@ -363,13 +367,20 @@ impl WorkerTask {
             };
             // The item's pick-up: the start of its busy time, and of its stage trace.
             let started = Instant::now();
-            // With `follow_load`, the turn's budget before the item, to count the callbacks
-            // it ran; not for a loan, which waits for the fallback waiter without holding
-            // the thread.
+            // With `follow_load`, the turn's budget before the item, to count the
+            // callbacks it ran; not for a loan, which runs on the fallback waiter.
             let budget_before = (self.next_placement_check.is_some()
                 && !matches!(item, MailItem::Loan(_)))
             .then(turn::left);
-            let worked = self.process(item, started).await;
+            let worked = match item {
+                MailItem::Loan(loan) => {
+                    // The payload goes to the fallback waiter; the loan is finished, and
+                    // its flight ends, when it comes back (`payload_is_home`).
+                    self.lend(loan, flight.map(|f| shared.gate.detach(f)));
+                    break;
+                }
+                item => self.process(item, started),
+            };
             let busy = started.elapsed();
             self.counters.was_busy(busy);
             if let Some(before) = budget_before {
@@ -387,11 +398,14 @@ impl WorkerTask {
             if ran == MAILBOX_BUDGET || turn.exhausted() {
                 break;
             }
-            // The Worker's own timers that fell due meanwhile queue up behind what waits
-            // (see `timer_scheduler`).
-            timer_scheduler::deliver_adopted_due();
-            next = self.mailbox.try_recv();
+            // The timers this Worker drives that fell due meanwhile queue up behind what
+            // waits.
+            if turn.timers_due() {
+                self.look_at_timers();
+            }
+            next = self.mailbox.recv();
         }
+        let _ = site;
         ran == MAILBOX_BUDGET || turn.exhausted()
     }
 
@@ -408,8 +422,8 @@ impl WorkerTask {
         }
     }
 
-    /// Run one mailbox item; true if a callback ran.
-    async fn process(&mut self, item: MailItem, picked_up: Instant) -> bool {
+    /// Run one entity or payload task; true if a callback ran.
+    fn process(&mut self, item: MailItem, picked_up: Instant) -> bool {
         match item {
             MailItem::Entity(entity) => self.drain(&entity, picked_up),
             MailItem::Payload(task) => {
@@ -426,25 +440,59 @@ impl WorkerTask {
                 self.notify_listeners();
                 true
             }
-            MailItem::Loan(loan) => {
-                let payload = self.payload.take().expect("payload is home");
-                let (give_back, returned) = oneshot::channel();
-                if let Err(refused) = loan.lend.send(LentPayload::new(payload, give_back)) {
-                    // The fallback waiter is gone; take the payload straight back.
-                    self.payload = refused.0.into_payload();
-                    return false;
-                }
-                match returned.await {
-                    Ok(payload) => self.payload = Some(payload),
-                    Err(_) => log_error!(
-                        "rclrs_tokio_executor",
-                        "the fallback waiter did not return a Worker's payload; \
-                         this Worker can no longer run callbacks"
-                    ),
-                }
-                self.notify_listeners();
-                true
-            }
+            MailItem::Loan(_) => unreachable!("loans are lent by the batch itself"),
+        }
+    }
+
+    /// Lend the payload to the fallback waiter, which runs its ready primitives with it.
+    fn lend(&mut self, loan: crate::runtime::mailbox::PayloadLoan, flight: Option<DetachedFlight>) {
+        let payload = self.payload.take().expect("payload is home");
+        let (give_back, returned) = oneshot::channel();
+        if let Err(refused) = loan.lend.send(LentPayload::new(payload, give_back)) {
+            // The fallback waiter is gone; take the payload straight back.
+            self.payload = refused.0.into_payload();
+            self.finish_loan(flight, false);
+            return;
+        }
+        self.loan = Some(Loan { returned, flight });
+        // It may be back already.
+        self.payload_is_home();
+    }
+
+    /// Whether the payload is home; takes it back from the fallback waiter if it returned
+    /// (the loan's receiver wakes this task when it does).
+    fn payload_is_home(&mut self) -> bool {
+        let Some(loan) = self.loan.as_mut() else {
+            return true;
+        };
+        let mut cx = std::task::Context::from_waker(&self.nudger);
+        let returned = match Pin::new(&mut loan.returned).poll(&mut cx) {
+            Poll::Pending => return false,
+            Poll::Ready(returned) => returned,
+        };
+        let loan = self.loan.take().expect("a loan is out");
+        match returned {
+            Ok(payload) => self.payload = Some(payload),
+            Err(_) => log_error!(
+                "rclrs_tokio_executor",
+                "the fallback waiter did not return a Worker's payload; \
+                 this Worker can no longer run callbacks"
+            ),
+        }
+        let worked = self.payload.is_some();
+        self.finish_loan(loan.flight, worked);
+        worked
+    }
+
+    /// A loan item is done: its callbacks (if any) have run.
+    fn finish_loan(&mut self, flight: Option<DetachedFlight>, worked: bool) {
+        if worked {
+            self.notify_listeners();
+        }
+        self.mailbox.finished_one();
+        match flight {
+            Some(flight) => self.shared.gate.finish_detached(flight, worked),
+            None => self.shared.gate.progressed(),
         }
     }
 
@@ -464,6 +512,12 @@ impl Drop for WorkerTask {
         if self.stash.take().is_some() {
             self.mailbox.finished_one();
         }
+        if let Some(loan) = self.loan.take() {
+            self.mailbox.finished_one();
+            if let Some(flight) = loan.flight {
+                self.shared.gate.finish_detached(flight, false);
+            }
+        }
         self.mailbox.close_and_drain();
         for _ in self.deferred.drain(..) {
             self.counters.undeferred_one(|| false);
@@ -472,12 +526,13 @@ impl Drop for WorkerTask {
             entity.teardown();
         }
         self.fallback = None;
-        // A Worker's own scheduler ends with it (its thread, if it had to start one
-        // because the Worker got no thread of its own, with it).
+        // A Worker's own scheduler ends with it.
         if !Arc::ptr_eq(&self.timers, &self.shared.timers) {
             self.timers.stop();
         }
-        self.shared.workers.remove(&self.entry);
+        if let Some(entry) = self.entry.upgrade() {
+            self.shared.workers.remove(&entry);
+        }
         self.shared.gate.progressed();
     }
 }

@@ -1,11 +1,12 @@
 //! The executor's list of its Worker tasks, and what it can tell them.
 //!
 //! Every Worker task (one per rclrs Worker, plus the ungated clock task) has an entry
-//! here while it runs: its control channel, so the executor can shut it down, and its
-//! mailbox counters, so `spin()` can take a [`Backlog`] snapshot, the items that were
-//! already waiting when it started. A task removes its own entry when it ends (its
-//! rclrs Worker and every entity on it are gone, or the executor shut down), so the
-//! list does not grow with Workers that come and go.
+//! here while it runs: its mailbox, so the executor can shut it down, and its mailbox
+//! counters, so `spin()` can take a [`Backlog`] snapshot, the items that were already
+//! waiting when it started. The entry owns the task's cell, so an idle Worker lives
+//! here. A task removes its own entry when it ends (its rclrs Worker and every entity
+//! on it are gone, or the executor shut down), so the list does not grow with Workers
+//! that come and go.
 //!
 //! Once the executor shuts down, the list is closed: a Worker created after that (on a
 //! node kept by another thread while the executor drops) is told to shut down as it is
@@ -13,10 +14,10 @@
 //! dedicated mode, with nobody left to stop it.
 
 use crate::runtime::async_tasks::TaskCounters;
+use crate::runtime::mailbox::MailboxSender;
 use crate::stats::worker_counters::WorkerCounters;
 use rclrs::{RclrsError, Waitable, WeakActivityListener};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc::UnboundedSender;
 
 /// Bookkeeping for a Worker task, handled even while not spinning.
 pub(crate) enum Control {
@@ -36,8 +37,11 @@ pub(crate) enum Control {
 pub(crate) struct WorkerEntry {
     /// Its callbacks wait for the spin gate (false only for the clock task).
     pub(crate) gated: bool,
-    pub(crate) control: UnboundedSender<Control>,
-    pub(crate) mailbox: Arc<WorkerCounters>,
+    pub(crate) mailbox: MailboxSender,
+    pub(crate) counters: Arc<WorkerCounters>,
+    /// The task's cell, owned here while the task runs (only held, never read).
+    #[allow(dead_code)]
+    pub(crate) cell: Arc<dyn Send + Sync>,
 }
 
 #[derive(Default)]
@@ -66,7 +70,7 @@ impl WorkerList {
     pub(crate) fn add(&self, entry: Arc<WorkerEntry>) {
         let mut entries = self.entries.lock().unwrap();
         if entries.closed {
-            let _ = entry.control.send(Control::Shutdown);
+            entry.mailbox.send_control(Control::Shutdown);
         } else {
             entries.running.push(entry);
         }
@@ -84,7 +88,7 @@ impl WorkerList {
     fn read_gated<T>(&self, read: impl FnMut(&Arc<WorkerCounters>) -> T) -> Vec<T> {
         let entries = self.entries.lock().unwrap();
         let gated = entries.running.iter().filter(|e| e.gated);
-        gated.map(|e| &e.mailbox).map(read).collect()
+        gated.map(|e| &e.counters).map(read).collect()
     }
 
     /// How many callbacks each gated Worker has run so far.
@@ -129,9 +133,13 @@ impl WorkerList {
     pub(crate) fn shut_down_all(&self) {
         let mut entries = self.entries.lock().unwrap();
         entries.closed = true;
-        for entry in entries.running.drain(..) {
-            let _ = entry.control.send(Control::Shutdown);
+        let running = std::mem::take(&mut entries.running);
+        drop(entries);
+        // Each is queued for its shutdown turn before its entry (its cell's owner) goes.
+        for entry in &running {
+            entry.mailbox.send_control(Control::Shutdown);
         }
+        drop(running);
     }
 }
 

@@ -18,10 +18,10 @@
 //! keeps up (one arrival per wake-up, as at 1 or 10 kHz) never naps.
 //!
 //! The nap sleeps its thread: other Workers placed on the same pool thread run first
-//! (the Worker yields before it naps), and one woken during the nap waits for its end.
-//! Naps happen on the executor's own pool threads and dedicated threads only, never on
-//! a runtime passed in as `runtime_handle`, and not when `linger` asks for a spin
-//! instead.
+//! (the turn ends with `TurnEnd::Nap`, and the thread sleeps once nothing else is
+//! ready, see `worker_thread`), and one woken during the nap waits for its end. Naps
+//! happen on the executor's own Worker threads only, never on a runtime passed in as
+//! `runtime_handle`, and not when `linger` asks for a spin instead.
 //!
 //! # Lingering
 //!
@@ -45,18 +45,12 @@
 //! reason at most one Worker fewer than the machine has cores lingers at a time, and a
 //! linger ends early when another task of the same thread becomes ready.
 
-use super::WorkerTask;
-use crate::runtime::dedicated_thread;
+use super::{Site, WorkerTask};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const LINGER_MISSES: u32 = 2;
 const LINGER_PROBE: u32 = 64;
-
-/// How long a Worker that found a backlog sleeps before it looks at its mailbox again
-/// (the kernel's timer slack adds up to 50 µs for a thread at normal priority).
-const NAP: Duration = Duration::from_micros(20);
 
 /// How a linger ended.
 enum Linger {
@@ -64,10 +58,9 @@ enum Linger {
     Caught,
     /// Nothing arrived within the linger time.
     Missed,
-    /// Another task of this thread became ready; it must not wait for us.
+    /// Another Worker of this thread became ready; it must not wait for us.
     OthersReady,
 }
-
 /// A Worker's lingering history.
 pub(super) struct LingerState {
     /// How long to linger (the executor's `linger` option); zero: never, and then no
@@ -134,65 +127,61 @@ impl LingerState {
 }
 
 impl WorkerTask {
-    /// After a batch that found a backlog, on the executor's own threads: let the
-    /// thread's other ready tasks run, sleep for [`NAP`], then take what arrived into
-    /// the stash. True if it napped.
-    pub(super) async fn maybe_nap(&mut self) -> bool {
+    /// After a batch that found a backlog, on the executor's own threads: whether to
+    /// nap (the thread sleeps [`NAP`](crate::runtime::worker_thread::NAP) once nothing
+    /// else is ready, then runs the next turn).
+    pub(super) fn nap_due(&mut self, site: Site<'_>) -> bool {
         if !self.linger.take_nap() || self.stash.is_some() {
             return false;
         }
-        let own_thread =
-            self.home.is_some() || dedicated_thread::runs_for(Arc::as_ptr(&self.shared));
-        if !own_thread {
+        if !matches!(site, Site::Thread(_)) {
             return false;
         }
-        tokio::task::yield_now().await;
         self.counters.lingered();
-        std::thread::sleep(NAP);
-        self.stash = self.mailbox.try_recv();
         true
     }
 
     /// Linger if it has paid lately and a core is free for it (see
-    /// `ExecutorShared::max_lingering`).
-    pub(super) fn maybe_linger(&mut self) {
+    /// `ExecutorShared::max_lingering`); true if it caught an item (now in the stash).
+    pub(super) fn maybe_linger(&mut self, site: Site<'_>) -> bool {
         if self.stash.is_some() || !self.linger.may_linger() {
-            return;
+            return false;
         }
         let lingering = &self.shared.lingering;
         if lingering.fetch_add(1, Ordering::AcqRel) >= self.shared.max_lingering {
             lingering.fetch_sub(1, Ordering::AcqRel);
-            return;
+            return false;
         }
         self.counters.lingered();
-        let outcome = self.linger();
+        let outcome = self.linger(site);
         self.shared.lingering.fetch_sub(1, Ordering::AcqRel);
         match outcome {
-            Linger::Caught => self.linger.misses = 0,
-            Linger::Missed => self.linger.misses += 1,
-            Linger::OthersReady => {}
+            Linger::Caught => {
+                self.linger.misses = 0;
+                true
+            }
+            Linger::Missed => {
+                self.linger.misses += 1;
+                false
+            }
+            Linger::OthersReady => false,
         }
     }
 
     /// Watch the mailbox for up to the linger time; a new item becomes the stash.
-    fn linger(&mut self) -> Linger {
-        // Other tasks of this thread (other Workers placed here) woken meanwhile wait in
-        // the runtime's injection queue: lingering would hold them up, so stop then.
-        // A dedicated thread runs nothing else (the runtime it entered is another's).
-        let runtime = (!dedicated_thread::runs_for(Arc::as_ptr(&self.shared)))
-            .then(|| tokio::runtime::Handle::try_current().ok())
-            .flatten();
-        let others_ready = || {
-            runtime
-                .as_ref()
-                .is_some_and(|r| r.metrics().global_queue_depth() > 0)
+    fn linger(&mut self, site: Site<'_>) -> Linger {
+        // Other Workers of this thread woken meanwhile wait in its run queue: lingering
+        // would hold them up, so stop then.
+        let others_ready = || match site {
+            Site::Thread(thread) => thread.others_ready(),
+            Site::Task => false,
         };
         let until = Instant::now() + self.linger.linger;
         loop {
             // Reading the clock costs more than a look at the mailbox: look 32 times
             // between readings.
             for _ in 0..32 {
-                if let Some(item) = self.mailbox.try_recv() {
+                if let Some(item) = self.mailbox.recv() {
                     self.stash = Some(item);
                     return Linger::Caught;
                 }

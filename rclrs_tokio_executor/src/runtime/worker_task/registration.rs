@@ -8,6 +8,7 @@ use crate::ffi::RclTimer;
 use crate::runtime::{
     entity::{Entity, TimerParts, TimerWatch},
     fallback_waiter::FallbackWaiter,
+    mailbox::MailboxSender,
     threads,
     timer_scheduler::{self, Slack},
     workers::Control,
@@ -53,8 +54,7 @@ impl WorkerTask {
             let unit_payload = self.payload.as_ref().is_some_and(|p| (**p).is::<()>());
             if unit_payload {
                 if let Some(waitable) = entity.take_waitable() {
-                    let clock_task = self.clock_task();
-                    let _ = clock_task.send(Control::Add(waitable));
+                    self.clock_task().send_control(Control::Add(waitable));
                 }
                 return;
             }
@@ -213,7 +213,6 @@ impl WorkerTask {
             &self.context,
             guard_condition,
             self.mailbox_tx.clone(),
-            self.control_tx.clone(),
             self.shared.stats.clone(),
             initial,
         ) {
@@ -235,7 +234,7 @@ impl WorkerTask {
     /// primitives, that serves rclrs's `/clock` subscriptions whether or not the
     /// executor is spinning (like rclcpp's dedicated clock thread), so ROS time never
     /// waits for a busy Worker. Started by the first `/clock` subscription.
-    fn clock_task(&self) -> tokio::sync::mpsc::UnboundedSender<Control> {
+    fn clock_task(&self) -> MailboxSender {
         self.shared
             .clock_task
             .get_or_init(|| {
@@ -245,7 +244,6 @@ impl WorkerTask {
                     None,
                     Box::new(()),
                 )
-                .0
             })
             .clone()
     }
