@@ -46,11 +46,26 @@ pub struct CapturedWorker {
     pub tasks: Vec<BoxFuture<'static, ()>>,
 }
 
+impl std::fmt::Debug for CapturedWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CapturedWorker")
+            .field("waitables", &self.waitables.len())
+            .field("tasks", &self.tasks.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// An `ExecutorRuntime` that runs nothing and records what rclrs gives it (see the
 /// [module documentation](self)). Clones share what was recorded.
 #[derive(Clone, Default)]
 pub struct CaptureRuntime {
     captured: Arc<Mutex<Captured>>,
+}
+
+impl std::fmt::Debug for CaptureRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureRuntime").finish_non_exhaustive()
+    }
 }
 
 #[derive(Default)]

@@ -21,7 +21,7 @@ pub enum TokioExecutorError {
 }
 
 /// The message of the error a blocking `spin()` reports on the one thread its Workers need.
-pub const SPIN_INSIDE_RUNTIME: &str =
+pub(crate) const SPIN_INSIDE_RUNTIME: &str =
     "rclrs_tokio_executor: the blocking spin() was called on the single-threaded Tokio \
      runtime that runs the executor's Workers, which it would block for good; use \
      `executor.spin_async(options).await`";
@@ -29,13 +29,13 @@ pub const SPIN_INSIDE_RUNTIME: &str =
 /// The message of the error a spin reports when the runtime passed as
 /// [`runtime_handle`](crate::TokioExecutorOptions::runtime_handle) does not run the
 /// executor's tasks (a current-thread runtime nobody drives, for example).
-pub const RUNTIME_NOT_DRIVEN: &str =
+pub(crate) const RUNTIME_NOT_DRIVEN: &str =
     "rclrs_tokio_executor: the Tokio runtime passed as runtime_handle is not running the \
      executor's tasks (is anything driving it?); no callback can run";
 
 /// The message of the error a spin reports when SIGINT or SIGTERM stopped it
 /// ([`stop_on_signals`](crate::TokioExecutorOptions::stop_on_signals)).
-pub const INTERRUPTED: &str =
+pub(crate) const INTERRUPTED: &str =
     "rclrs_tokio_executor: spinning stopped on SIGINT or SIGTERM (stop_on_signals)";
 
 /// An error of this crate, in the form `ExecutorRuntime::spin` reports errors.

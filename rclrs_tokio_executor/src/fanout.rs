@@ -231,6 +231,15 @@ pub struct FanoutSubscription<T: rclrs::MessageIDL> {
     shared: Arc<Shared<T>>,
 }
 
+impl<T: rclrs::MessageIDL> std::fmt::Debug for FanoutSubscription<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FanoutSubscription")
+            .field("topic", &self.topic())
+            .field("taken", &self.taken())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T: rclrs::MessageIDL> Clone for FanoutSubscription<T> {
     fn clone(&self) -> Self {
         Self {
@@ -323,6 +332,16 @@ pub struct FanoutCallback<T: rclrs::MessageIDL> {
     remover: Option<Box<dyn FnOnce() + Send + Sync>>,
     // Last: the subscription goes after the callback is removed.
     _shared: Arc<Shared<T>>,
+}
+
+impl<T: rclrs::MessageIDL> std::fmt::Debug for FanoutCallback<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FanoutCallback")
+            .field("delivered", &self.delivered())
+            .field("dropped", &self.dropped())
+            .field("panics", &self.panics())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T: rclrs::MessageIDL> FanoutCallback<T> {

@@ -271,7 +271,7 @@ pub(crate) fn set_precise_timer_slack() -> bool {
 }
 
 #[cfg(target_os = "linux")]
-mod placement {
+mod thread_settings {
     use std::ffi::{c_int, c_ulong};
 
     /// glibc's and the kernel's `cpu_set_t`: 1024 bits.
@@ -348,7 +348,7 @@ mod placement {
 }
 
 #[cfg(not(target_os = "linux"))]
-mod placement {
+mod thread_settings {
     /// Not on this OS: no quiet wake-ups.
     pub(crate) fn normal_thread_id() -> Option<i32> {
         None
@@ -370,4 +370,4 @@ mod placement {
     }
 }
 
-pub(crate) use placement::{normal_thread_id, set_affinity, set_fifo_priority, set_quiet};
+pub(crate) use thread_settings::{normal_thread_id, set_affinity, set_fifo_priority, set_quiet};

@@ -91,8 +91,32 @@
 //! queue. Entities are owned by their Worker's task and held weakly by their push
 //! callbacks; dropping the executor deregisters every callback before any rcl entity
 //! is finalized.
+//!
+//! # Architecture
+//!
+//! The life of a message: the middleware calls the entity's push callback, which counts
+//! the arrival and, if the entity is not queued yet, queues it in its Worker's mailbox;
+//! a mailbox that was idle schedules its Worker on its Worker thread and unparks it.
+//! The thread runs the Worker's turn: control messages first (new entities, shutdown),
+//! then due timer ticks, then the mailbox's items, each entity drained through rclrs's
+//! own take and callback path, within the turn's budget. Only the spin gate lets a turn
+//! run callbacks: it is open while a spin is active, and a spin ends once every turn in
+//! flight has left it. `docs/architecture.md` in the repository follows a message, a
+//! timer tick, a spin and a teardown through the modules, and says where to change what.
+//!
+//! # Cargo features
+//!
+//! - `stats-msg` (default): [`ExecutorStats::publish_on`] and `StatsPublication`, which
+//!   publish the stats as `rclrs_tokio_msgs/msg/ExecutorStats` and so need that package
+//!   installed where ros-env finds it. Without it the crate needs only rclrs and ros-env.
+//! - `capture`: the `capture` module, an `ExecutorRuntime` that runs nothing and hands
+//!   over rclrs's Workers, primitives and tasks (benchmark floors, tests).
+//! - `experimental-linger`: `TokioExecutorOptions::linger`, watching the mailbox
+//!   before parking; it may change or go.
 #![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks, missing_debug_implementations)]
 
+#[cfg(feature = "capture")]
 pub mod capture;
 mod error;
 mod fanout;
@@ -104,18 +128,18 @@ mod stats;
 
 pub use crate::error::{
     is_interrupted_error, is_runtime_not_driven_error, is_spin_inside_runtime_error,
-    TokioExecutorError, INTERRUPTED, RUNTIME_NOT_DRIVEN, SPIN_INSIDE_RUNTIME,
+    TokioExecutorError,
 };
 pub use crate::fanout::{
     CreateFanoutSubscription, FanoutCallback, FanoutSubscription, IntoNodeFanoutCallback,
     IntoWorkerFanoutCallback,
 };
-pub use crate::options::{DedicatedThread, DedicatedWorkers, Placement, TokioExecutorOptions};
+pub use crate::options::{DedicatedThread, DedicatedWorkers, ThreadSetting, TokioExecutorOptions};
 pub use crate::runtime::TokioExecutorRuntime;
 pub use crate::sim_clock::{sleep_for, sleep_until, RosSleep, SleepError};
-pub use crate::stats::{
-    ExecutorStats, StageLatencies, StageSummary, StatsPublication, WorkerStats,
-};
+#[cfg(feature = "stats-msg")]
+pub use crate::stats::StatsPublication;
+pub use crate::stats::{ExecutorStats, Stage, StageLatencies, StageSummary, WorkerStats};
 
 use rclrs::{Context, Executor};
 

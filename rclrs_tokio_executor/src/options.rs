@@ -2,7 +2,7 @@
 
 mod dedicated_workers;
 
-pub use dedicated_workers::{DedicatedThread, DedicatedWorkers, Placement};
+pub use dedicated_workers::{DedicatedThread, DedicatedWorkers, ThreadSetting};
 
 /// The fewest threads the pool has by default: two, as rclcpp's multi-threaded
 /// executor, so that on a one-CPU machine (a container limited to one core) a Worker
@@ -128,6 +128,9 @@ impl TokioExecutorOptions {
     /// linger raised in-process throughput on one and cut it to a quarter on another.
     /// Measure on your machine (`bench_node --linger-us`) before turning it on. At most
     /// one Worker fewer than the machine has cores lingers at a time.
+    ///
+    /// Experimental, behind the `experimental-linger` feature: it may change or go.
+    #[cfg(feature = "experimental-linger")]
     pub fn linger(mut self, linger: std::time::Duration) -> Self {
         self.linger = linger;
         self

@@ -11,18 +11,21 @@
 //!   one per core, and dedicated Workers' threads of their own), parked on a futex
 //!   between turns and woken directly by a push callback's send.
 //! - [`entity`]: a push-registered entity and its coalescing counters: at most one
-//!   mailbox item per entity, plus a count of arrivals.
-//! - [`mailbox`]: the lock-free queue between push callbacks and a Worker task, and
-//!   how a send schedules the Worker's next turn; counted in the Worker's counters
+//!   mailbox item per entity, plus a count of arrivals; `entity/kind.rs` is the one
+//!   table of what is decided per entity kind.
+//! - [`mailbox`]: the lock-free queues between push callbacks and a Worker task (items,
+//!   and the control messages the task takes), and how a send schedules the Worker's
+//!   next turn; counted in the Worker's counters
 //!   (`crate::stats`), which `spin()` and users read.
-//! - [`workers`]: the executor's list of Worker tasks (which owns them), and the
-//!   control messages they take.
+//! - [`workers`]: the executor's list of Worker tasks (which owns them) and a spin's
+//!   backlog over them.
 //! - [`spin_gate`]: callbacks run only while `spin()` is active, and `spin()` returns
 //!   only after the callbacks in flight finish; single passes for `spin_once`.
 //! - [`spin`]: one `spin()` call and its stop conditions.
 //! - [`async_tasks`]: the futures rclrs hands over, gated the same way, with an inline
 //!   first poll so a callback's future does not become a task when it finishes at once,
-//!   and a waker that lets go of the runtime once its task is gone.
+//!   and a waker that lets go of the runtime once its task is gone; [`task_counters`]
+//!   count them for spins and teardown.
 //! - [`fallback_waiter`]: an rcl wait set, on its own thread, for primitives that have
 //!   no push path; it borrows the Worker's payload through the mailbox.
 //! - [`timer_scheduler`]: the deadlines of timers (wall clock, or ROS time moved by
@@ -38,7 +41,7 @@
 //! - [`threads`]: where work runs: the pool of Worker threads beside the executor's own
 //!   Tokio runtime (async tasks, Tokio inside callbacks), or a runtime the user hands
 //!   in; their handles are given up when the executor drops.
-//! - [`placement`]: with `follow_load`, Workers moving between the pool's threads:
+//! - [`load_balance`]: with `follow_load`, Workers moving between the pool's threads:
 //!   light ones gather on one thread, a saturated thread hands one to an idler thread.
 //!
 //! # Life of a message
@@ -75,13 +78,14 @@ pub(crate) mod channels;
 pub(crate) mod entity;
 pub(crate) mod fallback_waiter;
 pub(crate) mod hand_over;
+pub(crate) mod load_balance;
 pub(crate) mod mailbox;
 pub(crate) mod panics;
-pub(crate) mod placement;
 pub(crate) mod shared;
 pub(crate) mod signals;
 pub(crate) mod spin;
 pub(crate) mod spin_gate;
+pub(crate) mod task_counters;
 pub(crate) mod threads;
 pub(crate) mod timer_scheduler;
 pub(crate) mod turn;
@@ -108,6 +112,14 @@ static NEXT_EXECUTOR_ID: AtomicUsize = AtomicUsize::new(1);
 /// [`rclrs::Executor`]. It is public for composing with `Context::create_executor`.
 pub struct TokioExecutorRuntime {
     shared: Arc<ExecutorShared>,
+}
+
+impl std::fmt::Debug for TokioExecutorRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokioExecutorRuntime")
+            .field("id", &self.shared.id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TokioExecutorRuntime {

@@ -86,6 +86,14 @@ pub struct RosSleep {
     wall: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
+impl std::fmt::Debug for RosSleep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RosSleep")
+            .field("until_ns", &self.until_ns)
+            .finish_non_exhaustive()
+    }
+}
+
 struct Watch {
     state: Arc<WatchState>,
     _handle: JumpCallbackHandle,

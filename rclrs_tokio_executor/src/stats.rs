@@ -5,12 +5,14 @@
 //! [`stage_latencies`] (where a message's time goes, while stage tracing is on) and
 //! [`publication`] (publishing the counters on a ROS topic).
 
+#[cfg(feature = "stats-msg")]
 mod publication;
 pub(crate) mod stage_latencies;
 pub(crate) mod worker_counters;
 
+#[cfg(feature = "stats-msg")]
 pub use publication::StatsPublication;
-pub use stage_latencies::{StageLatencies, StageSummary};
+pub use stage_latencies::{Stage, StageLatencies, StageSummary};
 
 use std::collections::BTreeMap;
 use std::sync::{
@@ -81,8 +83,8 @@ pub struct WorkerStats {
     /// Time spent running callbacks, takes included.
     pub busy: Duration,
     /// Times the Worker waited on its mailbox instead of parking: a short sleep after
-    /// finding a backlog, or a watch under a sustained stream with
-    /// [`TokioExecutorOptions::linger`](crate::TokioExecutorOptions::linger).
+    /// finding a backlog, or a watch under a sustained stream with the
+    /// `experimental-linger` feature's `TokioExecutorOptions::linger`.
     pub lingers: u64,
     /// `Some` for a Worker on a dedicated thread
     /// ([`TokioExecutorOptions::dedicated_workers`](crate::TokioExecutorOptions::dedicated_workers)),

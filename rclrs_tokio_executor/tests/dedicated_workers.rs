@@ -8,7 +8,7 @@ mod support;
 use futures::channel::oneshot;
 use rclrs::*;
 use rclrs_tokio_executor::{
-    CreateTokioExecutor, DedicatedWorkers, ExecutorStats, Placement, TokioExecutorOptions,
+    CreateTokioExecutor, DedicatedWorkers, ExecutorStats, ThreadSetting, TokioExecutorOptions,
 };
 use ros_env::std_msgs::msg::Int32;
 use std::sync::{
@@ -161,8 +161,8 @@ fn only_the_selected_workers_run_on_a_dedicated_thread() {
         .filter_map(|w| w.dedicated)
         .collect();
     assert_eq!(dedicated.len(), 1, "one dedicated Worker");
-    assert_eq!(dedicated[0].affinity, Placement::Applied);
-    assert_eq!(dedicated[0].fifo_priority, Placement::NotRequested);
+    assert_eq!(dedicated[0].affinity, ThreadSetting::Applied);
+    assert_eq!(dedicated[0].fifo_priority, ThreadSetting::NotRequested);
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod support;
 
 use rclrs::*;
 use rclrs_tokio_executor::{
-    CreateTokioExecutor, ExecutorStats, StageLatencies, TokioExecutorOptions, WorkerStats,
+    CreateTokioExecutor, ExecutorStats, Stage, TokioExecutorOptions, WorkerStats,
 };
 use ros_env::rclrs_tokio_msgs::msg::ExecutorStats as ExecutorStatsMessage;
 use ros_env::std_msgs::msg::Int32;
@@ -209,19 +209,22 @@ fn stage_tracing_records_each_stage_only_while_on() {
     stats.set_stage_tracing(true);
     publish_and_hear(&mut executor, 100);
     let stages = worker_of(&stats, &topic).stages.expect("stages recorded");
-    let count = |h: &hdrhistogram::Histogram<u64>| h.len();
-    assert_eq!(count(&stages.take), 100, "one take per message");
-    assert_eq!(count(&stages.callback), 100);
-    assert!(count(&stages.notify_to_wake) >= 1);
     assert_eq!(
-        count(&stages.notify_to_wake),
-        count(&stages.notify_to_callback_end)
+        stages.summary(Stage::Take).count,
+        100,
+        "one take per message"
     );
-    let end_to_end = StageLatencies::summarize(&stages.notify_to_callback_end);
+    assert_eq!(stages.summary(Stage::Callback).count, 100);
+    assert!(stages.summary(Stage::NotifyToWake).count >= 1);
+    assert_eq!(
+        stages.summary(Stage::NotifyToWake).count,
+        stages.summary(Stage::NotifyToCallbackEnd).count
+    );
+    let end_to_end = stages.summary(Stage::NotifyToCallbackEnd);
     assert!(end_to_end.p50 > Duration::ZERO && end_to_end.p50 < Duration::from_secs(1));
     // Each item's end-to-end time contains its notify-to-wake time, so every quantile
     // of the one is at least that of the other.
-    let to_wake = StageLatencies::summarize(&stages.notify_to_wake);
+    let to_wake = stages.summary(Stage::NotifyToWake);
     for (whole, part) in [
         (end_to_end.p50, to_wake.p50),
         (end_to_end.p99, to_wake.p99),
@@ -241,20 +244,24 @@ fn stage_tracing_records_each_stage_only_while_on() {
     spin_until(&mut executor, || heard.load(Ordering::SeqCst) == 500);
     let batched = worker_of(&stats, &topic).stages.unwrap();
     assert_eq!(
-        count(&batched.take),
+        batched.summary(Stage::Take).count,
         400,
         "one take per message of a backlog"
     );
-    assert_eq!(count(&batched.callback), 400);
+    assert_eq!(batched.summary(Stage::Callback).count, 400);
     assert_eq!(
-        count(&batched.notify_to_wake),
-        count(&batched.notify_to_callback_end)
+        batched.summary(Stage::NotifyToWake).count,
+        batched.summary(Stage::NotifyToCallbackEnd).count
     );
 
     stats.set_stage_tracing(false);
     publish_and_hear(&mut executor, 500);
     let after = worker_of(&stats, &topic).stages.unwrap();
-    assert_eq!(count(&after.take), 400, "nothing recorded while off");
+    assert_eq!(
+        after.summary(Stage::Take).count,
+        400,
+        "nothing recorded while off"
+    );
 }
 
 /// A Worker that finds a backlog sleeps briefly instead of parking (counted as a

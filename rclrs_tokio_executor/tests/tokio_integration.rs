@@ -286,7 +286,7 @@ fn a_panicking_callback_is_contained_and_its_worker_keeps_serving() {
 /// handle a callback took (`Handle::current()`), runs and its Tokio timer fires: while
 /// the Worker on that thread waits for work, and while a stream keeps waking it. (A
 /// Worker that parked its thread on a futex of its own while alone there, tried in
-/// FINDINGS.md's "A Worker alone on its thread parking itself", would hold such a task
+/// an experiment in `docs/performance-notes.md`, "Tried and not kept", would hold such a task
 /// back until its next item or a patience ran out: this is what that patience guarded.)
 /// A task a callback spawns (`tokio::spawn`) goes on running after the spin returns:
 /// the blocking spin drove the executor's runtime while it spun, and a thread of the

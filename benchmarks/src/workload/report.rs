@@ -2,7 +2,7 @@
 //! were added in (the `preserve_order` feature), so every run's line reads alike.
 
 use crate::{thread_cpu, Latencies};
-use rclrs_tokio_executor::{ExecutorStats, Placement, StageLatencies};
+use rclrs_tokio_executor::{ExecutorStats, StageLatencies, ThreadSetting};
 use serde::Serialize;
 use serde_json::{json, Map, Number, Value};
 use std::collections::BTreeMap;
@@ -135,10 +135,10 @@ impl Report {
         let report = if dedicated.is_empty() {
             report
         } else {
-            let name = |p: Placement| match p {
-                Placement::NotRequested => "not_requested",
-                Placement::Applied => "applied",
-                Placement::Refused => "refused",
+            let name = |p: ThreadSetting| match p {
+                ThreadSetting::NotRequested => "not_requested",
+                ThreadSetting::Applied => "applied",
+                ThreadSetting::Refused => "refused",
             };
             report.value(
                 "dedicated",
@@ -178,10 +178,9 @@ impl Report {
 fn stage_quantiles(stages: &StageLatencies) -> Value {
     let us = |d: std::time::Duration| (d.as_secs_f64() * 1e7).round() / 10.0;
     let mut object = Map::new();
-    for (name, histogram) in stages.stages() {
-        let summary = StageLatencies::summarize(histogram);
+    for (stage, summary) in stages.summaries() {
         object.insert(
-            name.into(),
+            stage.name().into(),
             json!({
                 "count": summary.count,
                 "p50_us": us(summary.p50),

@@ -79,7 +79,7 @@ pub(crate) struct TapCounts {
 /// hands it back, and the hub frees it between two takes, where the next take can reuse
 /// the space. This makes trimming rarer, not impossible: the allocation pattern of
 /// queues of large messages still lands in it on some runs
-/// (`benchmarks/results/FINDINGS.md`, "Take once, deliver to many").
+/// (`docs/performance-notes.md`, "Fan-out").
 pub(crate) struct RetiredMessages<T> {
     waiting: AtomicBool,
     list: Mutex<Vec<T>>,

@@ -99,10 +99,10 @@ impl fmt::Debug for DedicatedWorkers {
     }
 }
 
-/// What a dedicated thread got of what it asked for (in
+/// One setting a dedicated thread asked for, and whether it got it (in
 /// [`WorkerStats::dedicated`](crate::WorkerStats)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
+pub enum ThreadSetting {
     /// Not asked for.
     NotRequested,
     /// Asked for and in effect.
@@ -111,14 +111,14 @@ pub enum Placement {
     Refused,
 }
 
-/// A dedicated Worker thread's placement: CPU affinity and SCHED_FIFO priority.
+/// What a dedicated Worker thread got of its settings: CPU affinity and SCHED_FIFO priority.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DedicatedThread {
     /// The [`DedicatedWorkers::cpus`] request.
-    pub affinity: Placement,
+    pub affinity: ThreadSetting,
     /// The [`DedicatedWorkers::fifo_priority`] request.
-    pub fifo_priority: Placement,
+    pub fifo_priority: ThreadSetting,
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! returns, in order, on the Worker's task. Most finish in that first poll (the
 //! callback body is synchronous); only those still pending become Tokio tasks.
 //!
-//! [`TaskCounters`] count the tasks spawned and those polled once: a spin's backlog
+//! [`TaskCounters`](crate::runtime::task_counters::TaskCounters) count the tasks spawned and those polled once: a spin's backlog
 //! includes the tasks spawned before it began, so a `spin_once` polls every one of
 //! them, as the basic executor runs its ready tasks before it waits. A task is not the
 //! unit of work a `spin_once` ends on, though: the basic executor runs tasks beside its
@@ -24,66 +24,14 @@
 
 mod waker_slot;
 
+use crate::runtime::task_counters::{Alive, Unpolled};
 use crate::runtime::{entity::Entity, panics::log_panic, shared::ExecutorShared};
 use futures::future::BoxFuture;
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use waker_slot::WakerSlot;
-
-/// Gated tasks spawned, and those polled for the first time (or dropped unpolled).
-#[derive(Default)]
-pub(crate) struct TaskCounters {
-    spawned: AtomicU64,
-    first_polled: AtomicU64,
-    /// Those that ended (finished, panicked, or dropped with their runtime).
-    ended: AtomicU64,
-}
-
-impl TaskCounters {
-    /// Tasks spawned so far, if some of them have not been polled yet.
-    pub(crate) fn backlog_target(&self) -> Option<u64> {
-        let spawned = self.spawned.load(Ordering::SeqCst);
-        (spawned > self.first_polled()).then_some(spawned)
-    }
-
-    pub(crate) fn first_polled(&self) -> u64 {
-        self.first_polled.load(Ordering::SeqCst)
-    }
-
-    /// Gated tasks alive now.
-    pub(crate) fn alive(&self) -> u64 {
-        let ended = self.ended.load(Ordering::SeqCst);
-        self.spawned.load(Ordering::SeqCst).saturating_sub(ended)
-    }
-}
-
-/// A spawned task, counted as ended when dropped.
-struct Alive(Arc<TaskCounters>);
-
-impl Drop for Alive {
-    fn drop(&mut self) {
-        self.0.ended.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// A spawned task not polled yet; counted as polled when dropped.
-struct Unpolled(Arc<TaskCounters>);
-
-impl Unpolled {
-    fn new(tasks: &Arc<TaskCounters>) -> Self {
-        tasks.spawned.fetch_add(1, Ordering::SeqCst);
-        Self(Arc::clone(tasks))
-    }
-}
-
-impl Drop for Unpolled {
-    fn drop(&mut self) {
-        self.0.first_polled.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 /// The futures added on a thread inside its open inline scopes, oldest first. A scope
 /// owns the suffix that was added after it began (scopes nest: a future's first poll

@@ -5,15 +5,15 @@
 
 use crate::runtime::{
     async_tasks,
-    mailbox::{MailItem, MailboxSender},
+    entity::rules_of,
+    mailbox::{Control, MailItem, MailboxSender},
     shared::ExecutorShared,
     worker_task::WorkerTask,
-    workers::Control,
 };
 use futures::future::BoxFuture;
 use rclrs::{
-    ExecutorChannel, ExecutorWorkerOptions, PayloadTask, RclPrimitiveKind, Waitable,
-    WeakActivityListener, WorkerChannel,
+    ExecutorChannel, ExecutorWorkerOptions, PayloadTask, Waitable, WeakActivityListener,
+    WorkerChannel,
 };
 use std::sync::Arc;
 
@@ -61,7 +61,7 @@ impl WorkerChannel for TokioWorkerChannel {
     fn add_to_wait_set(&self, new_entity: Waitable) {
         // A Worker's own guard condition comes without a trigger, and is no work for the
         // basic executor; every other entity triggers it (a unit of work).
-        let triggers = new_entity.primitive().kind() != RclPrimitiveKind::GuardCondition;
+        let triggers = !rules_of(new_entity.primitive().kind()).trigger;
         // Dropped once the Worker has ended (the executor was dropped), with the entity.
         self.mailbox.send_control(Control::Add(new_entity));
         if triggers {

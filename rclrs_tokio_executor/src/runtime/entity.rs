@@ -58,18 +58,18 @@
 //! The counting and queueing protocol is in `coalescing.rs`, with loom models of it.
 
 mod coalescing;
+mod kind;
 
 pub(crate) use coalescing::Claims;
+pub(crate) use kind::{rules_of, KindRules, Ticks};
 
 use crate::ffi::{self, RclTimer, ResetRegistration};
 use crate::runtime::panics::log_panic;
 use crate::stats::worker_counters::now_ns;
 use crate::stats::ExecutorStats;
 use coalescing::Arrivals;
-use rclrs::{
-    ActionClientReady, ActionServerReady, OnReadyCallback, OnReadyHandle, RclPrimitiveKind,
-    ReadyKind, Waitable,
-};
+use kind::Part;
+use rclrs::{OnReadyCallback, OnReadyHandle, ReadyKind, Waitable};
 use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
     Arc, Mutex, Weak,
@@ -94,12 +94,13 @@ pub(crate) trait TimerWatch: Send + Sync {
 /// A push-driven entity. Held strongly only by its Worker's task and, while queued, by
 /// the mailbox; its push callback holds it weakly.
 pub(crate) struct Entity {
-    pub(crate) kind: RclPrimitiveKind,
+    /// How its kind is served (`kind.rs`).
+    pub(crate) rules: &'static KindRules,
     /// Topic, service or action name, for log messages.
     pub(crate) name: String,
     /// The parts rclrs executes separately (see the module doc), and the arrivals
     /// counted for each; only the first `parts.len()` counts are used.
-    parts: Vec<ReadyKind>,
+    parts: Vec<Part>,
     /// The coalescing state the push callback updates (`coalescing.rs`).
     arrivals: Arrivals,
     /// The pass it last executed in (single passes only).
@@ -121,37 +122,6 @@ pub(crate) struct Entity {
     timer: Mutex<Option<TimerParts>>,
 }
 
-/// The parts of a primitive of `kind`, in the order their counts are kept. The part
-/// a timer tick is for comes last ([`Entity::tick_part`]).
-fn parts_of(kind: RclPrimitiveKind) -> Vec<ReadyKind> {
-    let server = |set: fn(&mut ActionServerReady)| {
-        let mut ready = ActionServerReady::default();
-        set(&mut ready);
-        ReadyKind::ActionServer(ready)
-    };
-    let client = |set: fn(&mut ActionClientReady)| {
-        let mut ready = ActionClientReady::default();
-        set(&mut ready);
-        ReadyKind::ActionClient(ready)
-    };
-    match kind {
-        RclPrimitiveKind::ActionServer => vec![
-            server(|r| r.goal_request = true),
-            server(|r| r.cancel_request = true),
-            server(|r| r.result_request = true),
-            server(|r| r.goal_expired = true),
-        ],
-        RclPrimitiveKind::ActionClient => vec![
-            client(|r| r.goal_response = true),
-            client(|r| r.cancel_response = true),
-            client(|r| r.result_response = true),
-            client(|r| r.feedback = true),
-            client(|r| r.status = true),
-        ],
-        _ => vec![ReadyKind::Basic],
-    }
-}
-
 /// What a timer entity registers besides itself. The registrations are only held for
 /// their `Drop` (which frees their callback contexts), after `Entity::stop_timer` has
 /// cleared them in rcl.
@@ -167,9 +137,9 @@ impl Entity {
     pub(crate) fn new(waitable: Waitable) -> Arc<Self> {
         let primitive = waitable.primitive();
         Arc::new(Self {
-            kind: primitive.kind(),
+            rules: rules_of(primitive.kind()),
             name: ffi::entity_name(primitive),
-            parts: parts_of(primitive.kind()),
+            parts: kind::parts_of(primitive.kind()),
             arrivals: Arrivals::new(),
             last_pass: AtomicU64::new(0),
             panicked: AtomicBool::new(false),
@@ -210,7 +180,7 @@ impl Entity {
         };
         let pushed = registration.is_some();
         *self.registration.lock().unwrap() = registration;
-        if pushed && self.kind == RclPrimitiveKind::Subscription {
+        if pushed && self.rules.stream {
             self.request_sweep(mailbox);
         }
         Ok(pushed)
@@ -236,8 +206,8 @@ impl Entity {
     }
 
     /// The parts rclrs executes separately, in the order of [`Claims`].
-    pub(crate) fn parts(&self) -> &[ReadyKind] {
-        &self.parts
+    pub(crate) fn parts(&self) -> impl Iterator<Item = ReadyKind> + '_ {
+        self.parts.iter().map(|p| p.ready)
     }
 
     /// Which part a notification is for (the only one, for most entities).
@@ -245,7 +215,10 @@ impl Entity {
         if self.parts.len() == 1 {
             return 0;
         }
-        self.parts.iter().position(|p| *p == ready).unwrap_or(0)
+        self.parts
+            .iter()
+            .position(|p| p.ready == ready)
+            .unwrap_or(0)
     }
 
     /// The part a tick of the timer scheduler is for: a timer's only part, an action
@@ -257,21 +230,13 @@ impl Entity {
     /// Whether a take of `part` can fail while rmw still holds samples after the one
     /// it dropped: the request and response parts (see "Coalescing").
     pub(crate) fn take_can_skip(&self, part: usize) -> bool {
-        match self.kind {
-            RclPrimitiveKind::Client | RclPrimitiveKind::Service => true,
-            // Goal, cancel and result: requests, or responses.
-            RclPrimitiveKind::ActionServer | RclPrimitiveKind::ActionClient => part < 3,
-            _ => false,
-        }
+        self.parts[part].take_can_skip
     }
 
     /// Whether `part` is run by ticks: once per tick, which the timer scheduler
     /// watches (see `timer_scheduler.rs`).
     pub(crate) fn is_tick(&self, part: usize) -> bool {
-        matches!(
-            self.kind,
-            RclPrimitiveKind::Timer | RclPrimitiveKind::ActionServer
-        ) && part == self.tick_part()
+        self.parts[part].ticked
     }
 
     /// A tick of the timer scheduler.

@@ -28,14 +28,13 @@
 
 use crate::ffi;
 use crate::runtime::{
-    mailbox::{LentPayload, MailItem, MailboxSender, PayloadLoan},
+    entity::rules_of,
+    mailbox::{Control, LentPayload, MailItem, MailboxSender, PayloadLoan},
     panics::log_panic,
-    workers::Control,
 };
 use crate::stats::ExecutorStats;
 use rclrs::{
-    log_error, Context, GuardCondition, RclPrimitive, RclPrimitiveKind, RclrsError, ReadyKind,
-    WaitSet, Waitable,
+    log_error, Context, GuardCondition, RclPrimitive, RclrsError, ReadyKind, WaitSet, Waitable,
 };
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{
@@ -129,7 +128,7 @@ impl Waiter {
             let mut loan: Option<LentPayload> = None;
             let mut gone = false;
             let result = wait_set.wait(None, |ready, primitive| {
-                if primitive.kind() == RclPrimitiveKind::GuardCondition {
+                if rules_of(primitive.kind()).trigger {
                     // A Worker's guard condition (an entity may be gone) or rcl's graph
                     // guard condition (its rclrs callback wakes graph queries).
                     if let Err(err) = ffi::execute_guard_condition(primitive, ready) {
@@ -175,12 +174,7 @@ impl Waiter {
             Ok(Ok(())) => {}
             Ok(Err(err)) => log_error!("rclrs_tokio_executor", "fallback primitive failed: {err}"),
             Err(panic) => {
-                let entity = match kind {
-                    RclPrimitiveKind::ActionServer => "<action server>",
-                    RclPrimitiveKind::ActionClient => "<action client>",
-                    RclPrimitiveKind::Event => "<QoS event>",
-                    _ => "<fallback primitive>",
-                };
+                let entity = rules_of(kind).log_name;
                 self.stats.record_panic(entity);
                 if !std::mem::replace(&mut self.logged_a_panic, true) {
                     log_panic(

@@ -9,7 +9,7 @@
 //! fan-out at 1 kHz (one message a millisecond for 8 callbacks over 2 Workers), the hub's
 //! thread was preempted so for every other message, and the two threads spent about ten
 //! microseconds more CPU per message than when the woken thread waited for the waking
-//! one to park (`benchmarks/results/FINDINGS.md`, "Handing over without preempting").
+//! one to park (`docs/performance-notes.md`, "Fan-out").
 //!
 //! # Protocol
 //!

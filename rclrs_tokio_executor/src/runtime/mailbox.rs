@@ -42,16 +42,29 @@ mod after_publish;
 mod scheduled;
 
 use crate::runtime::entity::{Entity, EntityQueue};
-use crate::runtime::workers::Control;
 use crate::stats::worker_counters::WorkerCounters;
 use concurrent_queue::ConcurrentQueue;
-use rclrs::PayloadTask;
+use rclrs::{PayloadTask, Waitable, WeakActivityListener};
 use scheduled::Scheduled;
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::task::{Wake, Waker};
 use tokio::sync::oneshot;
+
+/// Bookkeeping for a Worker task, handled even while not spinning.
+pub(crate) enum Control {
+    Add(Waitable),
+    Listen(WeakActivityListener),
+    /// An rclrs guard condition fired where only the fallback waiter sees it: an entity
+    /// may have been dropped.
+    Sweep,
+    /// The rclrs Worker's channel was dropped: end the task once no entity of it is
+    /// still in use.
+    WorkerDropped,
+    /// The executor is being dropped: tear down and end the task.
+    Shutdown,
+}
 
 /// One unit of work for a Worker. Entities and payload tasks are callbacks and wait for
 /// the spin gate; a loan lends the payload to the fallback waiter.
@@ -172,10 +185,9 @@ impl Mailbox {
         if !self.scheduled.wake() {
             return;
         }
-        match self.driver.get().and_then(Weak::upgrade) {
-            Some(driver) => driver.schedule(),
-            // No driver yet: `set_driver` finds the flag set. Or the Worker ended.
-            None => {}
+        // No driver yet: `set_driver` finds the flag set. Or the Worker ended.
+        if let Some(driver) = self.driver.get().and_then(Weak::upgrade) {
+            driver.schedule();
         }
     }
 

@@ -4,9 +4,9 @@
 use crate::options::{DedicatedWorkers, TokioExecutorOptions};
 use crate::runtime::mailbox::MailboxSender;
 use crate::runtime::{
-    async_tasks::TaskCounters,
     spin_gate::SpinGate,
-    threads::{JoinList, Threads},
+    task_counters::TaskCounters,
+    threads::{JoinList, ThreadTemplate, Threads},
     timer_scheduler::TimerScheduler,
     workers::WorkerList,
 };
@@ -100,6 +100,16 @@ impl ExecutorShared {
             fallback_threads: JoinList::default(),
             clock_task: std::sync::OnceLock::new(),
         })
+    }
+
+    /// What a dedicated Worker's thread is made from: the executor's thread name, its
+    /// id, and the one-time log of a refused placement.
+    pub(crate) fn thread_template(&self) -> ThreadTemplate {
+        ThreadTemplate {
+            name: self.thread_name.clone(),
+            owner: self.id,
+            refusal_logged: Arc::clone(&self.dedicated_refusal_logged),
+        }
     }
 
     /// A timer scheduler of its own for a Worker, named after a dedicated Worker's

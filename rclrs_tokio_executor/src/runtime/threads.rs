@@ -7,12 +7,12 @@
 //! nothing from a general scheduler, and at the rates robots run every wake-up through
 //! one costs: on the hosts measured, a Worker parked in a Tokio runtime (its I/O and
 //! time drivers, its task harness) cost a third more CPU at 10 kHz than one parked on
-//! a futex of its own (`benchmarks/results/FINDINGS.md`). So each Worker is placed on
+//! a futex of its own (`docs/performance-notes.md`). So each Worker is placed on
 //! one of `n` Worker threads (`worker_thread`), which park on a futex and are woken
 //! directly by a push callback's send: a wake-up unparks exactly the thread that owns
 //! the Worker. Workers are spread over the threads (fewest Workers first), so
 //! different Workers still run in parallel; with `follow_load` they then move between
-//! the threads as their load says (see [`placement`](super::placement)).
+//! the threads as their load says (see [`load_balance`](super::load_balance)).
 //!
 //! # Tokio
 //!
@@ -25,10 +25,9 @@
 //! (work stealing, say) pass its handle: Worker turns then run as Tokio tasks there.
 
 use super::hand_over;
-use super::placement::{self, Home};
+use super::load_balance::{self, Home};
 use super::worker_thread::{self, RunsTurns, ThreadKind, ThreadSetup, ThreadShared};
 use crate::options::DedicatedWorkers;
-use crate::runtime::shared::ExecutorShared;
 use crate::stats::worker_counters::WorkerCounters;
 use std::future::Future;
 use std::sync::{
@@ -372,7 +371,8 @@ impl Threads {
     /// executor was dropped (nothing started).
     pub(crate) fn start_dedicated(
         &self,
-        shared: &ExecutorShared,
+        template: &ThreadTemplate,
+        joins: &JoinList,
         thread: &Arc<ThreadShared>,
         dedicated: &DedicatedWorkers,
         counters: &Arc<WorkerCounters>,
@@ -383,16 +383,16 @@ impl Threads {
         };
         let placed = Arc::clone(counters);
         let setup = ThreadSetup {
-            name: format!("{}-d{}", shared.thread_name, counters.id),
-            owner: shared.id,
+            name: format!("{}-d{}", template.name, counters.id),
+            owner: template.owner,
             runtime,
             cpus: dedicated.cpus.clone(),
             fifo_priority: dedicated.fifo_priority,
-            refusal_logged: Arc::clone(&shared.dedicated_refusal_logged),
+            refusal_logged: Arc::clone(&template.refusal_logged),
             on_placed: Some(Box::new(move |got| placed.set_dedicated(got))),
         };
         let joined = worker_thread::spawn(thread, setup, Some(first))?;
-        keep_for_join(&shared.dedicated_threads, joined);
+        keep_for_join(joins, joined);
         Ok(true)
     }
 
@@ -429,13 +429,13 @@ impl Threads {
     }
 
     /// Whether the Worker placed at `home` should move to another pool thread, and which
-    /// (see [`placement::decide`]).
+    /// (see [`load_balance::decide`]).
     pub(crate) fn decide_move(&self, home: &Home, now: Instant) -> Option<usize> {
         let Self::Pool { threads, .. } = self else {
             return None;
         };
         let loads: Vec<_> = threads.iter().map(|t| Arc::clone(&t.load)).collect();
-        placement::decide(&loads, home, now)
+        load_balance::decide(&loads, home, now)
     }
 
     /// Spawn an async task on the executor's runtime (or the user's).

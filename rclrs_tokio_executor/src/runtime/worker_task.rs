@@ -11,7 +11,7 @@
 //! when the mailbox wakes it:
 //! - a pool thread of the executor (the default): queued on that thread's run queue
 //!   (`worker_thread`); with `follow_load` the Worker may move to another pool thread
-//!   between turns, keeping its mailbox, entities and payload (see `placement`);
+//!   between turns, keeping its mailbox, entities and payload (see `load_balance`);
 //! - a dedicated Worker's thread of its own, the same way;
 //! - a Tokio task on a runtime the user passed in (`runtime_handle`), woken through an
 //!   `AtomicWaker` ([`drive_on_tokio`]).
@@ -32,7 +32,7 @@
 //! 6. **batch**: mailbox items, up to [`MAILBOX_BUDGET`] and the turn's budget
 //!    (`turn`), looking at the timers again between items when one is due;
 //! 7. **end**: yield if the budget ran out, nap or linger after a backlog (`linger`),
-//!    move if the load says so (`placement`), otherwise idle until the timers' next
+//!    move if the load says so (`load_balance`), otherwise idle until the timers' next
 //!    deadline.
 //!
 //! # Life of the task
@@ -63,9 +63,9 @@ use crate::runtime::{
     async_tasks::InlineScope,
     entity::Entity,
     fallback_waiter::FallbackWaiter,
+    load_balance::{Home, LONG_CALLBACK, WINDOW},
     mailbox::{LentPayload, MailItem, Mailbox, MailboxSender},
     panics::log_panic,
-    placement::{Home, LONG_CALLBACK, WINDOW},
     shared::ExecutorShared,
     spin_gate::DetachedFlight,
     timer_scheduler::TimerScheduler,
@@ -145,10 +145,10 @@ pub(crate) struct WorkerTask {
     fallback: Option<FallbackWaiter>,
     /// Where the task runs on the pool (`None` on a user's runtime or its own thread).
     home: Option<Home>,
-    /// With `follow_load`: when to ask next whether to move (see `placement`).
-    next_placement_check: Option<Instant>,
+    /// With `follow_load`: when to ask next whether to move (see `load_balance`).
+    next_balance_check: Option<Instant>,
     /// With `follow_load`: this Worker once ran long callbacks, and keeps a thread of
-    /// its own (see `placement`).
+    /// its own (see `load_balance`).
     blocker: bool,
 }
 
@@ -210,10 +210,10 @@ impl WorkerTask {
             drives_timers,
             fallback: None,
             home: None,
-            next_placement_check: None,
+            next_balance_check: None,
             blocker: false,
         };
-        cell::place(&shared, task, dedicated);
+        cell::assign_thread(&shared, task, dedicated);
         mailbox_tx
     }
 
@@ -259,7 +259,7 @@ impl WorkerTask {
         if self.is_done() {
             return TurnEnd::Finished;
         }
-        if self.placement_due() {
+        if self.balance_due() {
             return TurnEnd::Moved;
         }
         if budget_used {
@@ -296,15 +296,15 @@ impl WorkerTask {
 
     /// Whether the load says to move to another pool thread now (checked once per
     /// window, between turns); if so, the task is placed there already.
-    fn placement_due(&mut self) -> bool {
-        let Some(due) = self.next_placement_check else {
+    fn balance_due(&mut self) -> bool {
+        let Some(due) = self.next_balance_check else {
             return false;
         };
         let now = Instant::now();
         if now < due {
             return false;
         }
-        self.next_placement_check = Some(now + WINDOW);
+        self.next_balance_check = Some(now + WINDOW);
         let Some(home) = self.home.as_ref() else {
             return false;
         };
@@ -369,7 +369,7 @@ impl WorkerTask {
             let started = Instant::now();
             // With `follow_load`, the turn's budget before the item, to count the
             // callbacks it ran; not for a loan, which runs on the fallback waiter.
-            let budget_before = (self.next_placement_check.is_some()
+            let budget_before = (self.next_balance_check.is_some()
                 && !matches!(item, MailItem::Loan(_)))
             .then(turn::left);
             let worked = match item {

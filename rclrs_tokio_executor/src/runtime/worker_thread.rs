@@ -32,9 +32,9 @@
 mod parker;
 
 use crate::ffi;
-use crate::options::{DedicatedThread, Placement};
+use crate::options::{DedicatedThread, ThreadSetting};
 use crate::runtime::hand_over::{self, ThreadWake};
-use crate::runtime::placement::ThreadLoad;
+use crate::runtime::load_balance::ThreadLoad;
 use parker::Parker;
 use rclrs::log_warn;
 use std::cell::Cell;
@@ -105,7 +105,7 @@ pub(crate) struct ThreadShared {
     pub(crate) kind: ThreadKind,
     /// Its sleep, for quiet wake-ups from the other pool threads (`hand_over`).
     pub(crate) wake: ThreadWake,
-    /// The Workers placed here, and how busy they keep it (`placement`).
+    /// The Workers placed here, and how busy they keep it (`load_balance`).
     pub(crate) load: Arc<ThreadLoad>,
 }
 
@@ -177,7 +177,7 @@ pub(crate) fn spawn(
 fn run(thread: Arc<ThreadShared>, setup: ThreadSetup) {
     thread.parker.bind();
     OWNER.with(|owner| owner.set(setup.owner));
-    let placed = place(&setup.cpus, setup.fifo_priority, &setup.refusal_logged);
+    let placed = apply_thread_settings(&setup.cpus, setup.fifo_priority, &setup.refusal_logged);
     if let Some(on_placed) = setup.on_placed {
         on_placed(placed);
     }
@@ -293,26 +293,30 @@ impl Turns {
 }
 
 /// Apply the affinity and priority asked for, each independently.
-fn place(cpus: &[usize], priority: Option<u8>, refusal_logged: &AtomicBool) -> DedicatedThread {
+fn apply_thread_settings(
+    cpus: &[usize],
+    priority: Option<u8>,
+    refusal_logged: &AtomicBool,
+) -> DedicatedThread {
     let mut refusals = Vec::new();
     let affinity = if cpus.is_empty() {
-        Placement::NotRequested
+        ThreadSetting::NotRequested
     } else {
         match ffi::set_affinity(cpus) {
-            Ok(()) => Placement::Applied,
+            Ok(()) => ThreadSetting::Applied,
             Err(err) => {
                 refusals.push(format!("CPU affinity {cpus:?}: {err}"));
-                Placement::Refused
+                ThreadSetting::Refused
             }
         }
     };
     let fifo_priority = match priority {
-        None => Placement::NotRequested,
+        None => ThreadSetting::NotRequested,
         Some(priority) => match ffi::set_fifo_priority(priority) {
-            Ok(()) => Placement::Applied,
+            Ok(()) => ThreadSetting::Applied,
             Err(err) => {
                 refusals.push(format!("SCHED_FIFO priority {priority}: {err}"));
-                Placement::Refused
+                ThreadSetting::Refused
             }
         },
     };
@@ -450,16 +454,16 @@ mod tests {
     fn a_refused_placement_is_reported_and_logged_once() {
         let logged = AtomicBool::new(false);
         let placed = std::thread::spawn(move || {
-            let first = place(&[100_000], None, &logged);
-            let second = place(&[4095], None, &logged);
+            let first = apply_thread_settings(&[100_000], None, &logged);
+            let second = apply_thread_settings(&[4095], None, &logged);
             (first, second, logged.load(Ordering::Relaxed))
         })
         .join()
         .unwrap();
-        assert_eq!(placed.0.affinity, Placement::Refused);
-        assert_eq!(placed.0.fifo_priority, Placement::NotRequested);
+        assert_eq!(placed.0.affinity, ThreadSetting::Refused);
+        assert_eq!(placed.0.fifo_priority, ThreadSetting::NotRequested);
         // A core number the machine does not have is refused too.
-        assert_eq!(placed.1.affinity, Placement::Refused);
+        assert_eq!(placed.1.affinity, ThreadSetting::Refused);
         assert!(placed.2);
     }
 }

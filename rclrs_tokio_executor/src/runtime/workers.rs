@@ -13,25 +13,11 @@
 //! added, so its task ends at once instead of running, on a thread of its own in the
 //! dedicated mode, with nobody left to stop it.
 
-use crate::runtime::async_tasks::TaskCounters;
-use crate::runtime::mailbox::MailboxSender;
+use crate::runtime::mailbox::{Control, MailboxSender};
+use crate::runtime::task_counters::TaskCounters;
 use crate::stats::worker_counters::WorkerCounters;
-use rclrs::{RclrsError, Waitable, WeakActivityListener};
+use rclrs::RclrsError;
 use std::sync::{Arc, Mutex};
-
-/// Bookkeeping for a Worker task, handled even while not spinning.
-pub(crate) enum Control {
-    Add(Waitable),
-    Listen(WeakActivityListener),
-    /// An rclrs guard condition fired where only the fallback waiter sees it: an entity
-    /// may have been dropped.
-    Sweep,
-    /// The rclrs Worker's channel was dropped: end the task once no entity of it is
-    /// still in use.
-    WorkerDropped,
-    /// The executor is being dropped: tear down and end the task.
-    Shutdown,
-}
 
 /// One Worker task, as the executor sees it.
 pub(crate) struct WorkerEntry {

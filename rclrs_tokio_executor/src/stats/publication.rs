@@ -13,6 +13,12 @@ pub struct StatsPublication {
     _publisher: Publisher<stats_msg::ExecutorStats>,
 }
 
+impl std::fmt::Debug for StatsPublication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatsPublication").finish_non_exhaustive()
+    }
+}
+
 impl ExecutorStats {
     /// Publish a snapshot of these stats (an `rclrs_tokio_msgs/msg/ExecutorStats`) on
     /// `topic` every `period`, from `node`. The publishing runs as a timer of `node`, so

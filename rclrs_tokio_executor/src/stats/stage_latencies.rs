@@ -21,20 +21,56 @@ use std::time::Duration;
 /// recorded as this.
 const HIGHEST_NS: u64 = 60_000_000_000;
 
-/// One Worker's stage histograms, in nanoseconds (two significant digits).
+/// One Worker's stage histograms, in nanoseconds (two significant digits). Read them
+/// through [`summary`](Self::summary) or [`summaries`](Self::summaries).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct StageLatencies {
+    pub(crate) notify_to_wake: Histogram<u64>,
+    pub(crate) wake_to_take: Histogram<u64>,
+    pub(crate) take: Histogram<u64>,
+    pub(crate) callback: Histogram<u64>,
+    pub(crate) notify_to_callback_end: Histogram<u64>,
+}
+
+/// One stage of a message's way through a Worker (see the [module docs](self)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Stage {
     /// From the push callback that queued an item to the Worker picking it up.
-    pub notify_to_wake: Histogram<u64>,
+    NotifyToWake,
     /// From picking an item up to its first take (or execution) starting.
-    pub wake_to_take: Histogram<u64>,
+    WakeToTake,
     /// One `rcl_take` (subscriptions).
-    pub take: Histogram<u64>,
+    Take,
     /// From `rcl_take` returning to the callback returning: message conversion, rclrs's
     /// dispatch and the user's callback (subscriptions).
-    pub callback: Histogram<u64>,
+    Callback,
     /// From the push callback to the end of the item's first callback.
-    pub notify_to_callback_end: Histogram<u64>,
+    NotifyToCallbackEnd,
+}
+
+impl Stage {
+    /// Every stage, in pipeline order.
+    pub const ALL: [Stage; 5] = [
+        Stage::NotifyToWake,
+        Stage::WakeToTake,
+        Stage::Take,
+        Stage::Callback,
+        Stage::NotifyToCallbackEnd,
+    ];
+
+    /// The stage's name in reports: `notify_to_wake`, `wake_to_take`, `take`, `callback`
+    /// or `notify_to_callback_end`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::NotifyToWake => "notify_to_wake",
+            Stage::WakeToTake => "wake_to_take",
+            Stage::Take => "take",
+            Stage::Callback => "callback",
+            Stage::NotifyToCallbackEnd => "notify_to_callback_end",
+        }
+    }
 }
 
 /// Quantiles of one stage.
@@ -68,19 +104,19 @@ impl StageLatencies {
         }
     }
 
-    /// Every stage by name, in pipeline order.
-    pub fn stages(&self) -> [(&'static str, &Histogram<u64>); 5] {
-        [
-            ("notify_to_wake", &self.notify_to_wake),
-            ("wake_to_take", &self.wake_to_take),
-            ("take", &self.take),
-            ("callback", &self.callback),
-            ("notify_to_callback_end", &self.notify_to_callback_end),
-        ]
+    fn histogram(&self, stage: Stage) -> &Histogram<u64> {
+        match stage {
+            Stage::NotifyToWake => &self.notify_to_wake,
+            Stage::WakeToTake => &self.wake_to_take,
+            Stage::Take => &self.take,
+            Stage::Callback => &self.callback,
+            Stage::NotifyToCallbackEnd => &self.notify_to_callback_end,
+        }
     }
 
-    /// The quantiles of one stage's histogram.
-    pub fn summarize(histogram: &Histogram<u64>) -> StageSummary {
+    /// The quantiles of one stage.
+    pub fn summary(&self, stage: Stage) -> StageSummary {
+        let histogram = self.histogram(stage);
         if histogram.is_empty() {
             return StageSummary::default();
         }
@@ -94,8 +130,13 @@ impl StageLatencies {
         }
     }
 
+    /// Every stage's quantiles, in pipeline order.
+    pub fn summaries(&self) -> [(Stage, StageSummary); 5] {
+        Stage::ALL.map(|stage| (stage, self.summary(stage)))
+    }
+
     /// Add another Worker's samples (to sum an executor's Workers up).
-    pub fn add(&mut self, other: &StageLatencies) {
+    pub(crate) fn add(&mut self, other: &StageLatencies) {
         for (mine, theirs) in [
             (&mut self.notify_to_wake, &other.notify_to_wake),
             (&mut self.wake_to_take, &other.wake_to_take),

@@ -11,8 +11,8 @@
 use super::{Site, WorkerTask};
 use crate::options::DedicatedWorkers;
 use crate::runtime::{
+    load_balance::WINDOW,
     mailbox::{Mailbox, Schedule},
-    placement::WINDOW,
     shared::ExecutorShared,
     worker_thread::{RunsTurns, ThreadKind, ThreadShared, TurnEnd},
     workers::WorkerEntry,
@@ -40,10 +40,10 @@ enum Driver {
     Task(AtomicWaker),
 }
 
-/// Place a new Worker task: on a dedicated thread of its own if `dedicated` says so
+/// Assign a new Worker task its thread: a dedicated thread of its own if `dedicated` says so
 /// (on the pool if the OS refuses the thread), else on the pool thread with the fewest
 /// Workers, or on the user's runtime.
-pub(super) fn place(
+pub(super) fn assign_thread(
     shared: &Arc<ExecutorShared>,
     mut task: WorkerTask,
     dedicated: Option<DedicatedWorkers>,
@@ -76,10 +76,14 @@ pub(super) fn place(
         let thread = ThreadShared::new(ThreadKind::Dedicated);
         let cell = make(task, Driver::Thread(Arc::clone(&thread)));
         let first = Arc::clone(&cell) as Arc<dyn RunsTurns>;
-        match shared
-            .threads
-            .start_dedicated(shared, &thread, &dedicated, &counters, first)
-        {
+        match shared.threads.start_dedicated(
+            &shared.thread_template(),
+            &shared.dedicated_threads,
+            &thread,
+            &dedicated,
+            &counters,
+            first,
+        ) {
             Ok(true) => {
                 list(&cell);
                 return;
@@ -106,7 +110,7 @@ pub(super) fn place(
                 return;
             };
             counters.set_home_thread(Some(home.index));
-            task.next_placement_check = shared.follow_load.then(|| Instant::now() + WINDOW);
+            task.next_balance_check = shared.follow_load.then(|| Instant::now() + WINDOW);
             task.home = Some(home);
             let cell = make(task, Driver::Pool(threads));
             list(&cell);

@@ -3,8 +3,7 @@
 //! executor), and when the task is done.
 
 use super::WorkerTask;
-use crate::runtime::workers::Control;
-use rclrs::RclPrimitiveKind;
+use crate::runtime::mailbox::Control;
 use std::sync::Arc;
 
 impl WorkerTask {
@@ -29,10 +28,7 @@ impl WorkerTask {
         self.orphaned
             && self.stash.is_none()
             && self.mailbox.is_empty()
-            && self
-                .entities
-                .iter()
-                .all(|e| e.kind == RclPrimitiveKind::GuardCondition)
+            && self.entities.iter().all(|e| e.rules.trigger)
     }
 
     /// Tear down every entity the user has dropped.
@@ -56,7 +52,7 @@ impl WorkerTask {
         let names = self
             .entities
             .iter()
-            .filter(|e| e.kind != RclPrimitiveKind::GuardCondition)
+            .filter(|e| !e.rules.trigger)
             .map(|e| e.name.clone())
             .collect();
         self.counters.set_entities(names);

@@ -58,7 +58,7 @@ use crate::runtime::entity::{Claims, Entity};
 use crate::runtime::turn::{self, FAIR_SHARE};
 use crate::runtime::{async_tasks::InlineScope, shared::ExecutorShared};
 use crate::stats::worker_counters::WorkerCounters;
-use rclrs::{log_error, RclPrimitiveKind, ReadyKind, Waitable, WeakActivityListener};
+use rclrs::{log_error, ReadyKind, Waitable, WeakActivityListener};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -295,7 +295,7 @@ impl WorkerTask {
     /// picked the item up (for stage tracing).
     pub(super) fn drain(&mut self, entity: &Arc<Entity>, picked_up: Instant) -> bool {
         // 1. Admit.
-        if entity.kind == RclPrimitiveKind::GuardCondition {
+        if entity.rules.trigger {
             let new_work = entity.trigger_is_new_work();
             self.run_guard_condition(entity);
             return new_work;
@@ -329,7 +329,7 @@ impl WorkerTask {
                     .then(|| ItemTrace::begin(entity, picked_up)),
                 gated: self.gated,
             };
-            for (part, &ready) in entity.parts().iter().enumerate() {
+            for (part, ready) in entity.parts().enumerate() {
                 if plan.left[part] == 0 || plan.budget == 0 {
                     continue;
                 }
@@ -374,14 +374,10 @@ impl WorkerTask {
         } else {
             ENTITY_BUDGET.min(turn::left().max(1))
         };
-        let subscription = entity.kind == RclPrimitiveKind::Subscription;
-        let sweep = subscription && entity.take_sweep();
-        // A subscription's claimed arrivals, outside a single pass: its backlog.
-        let backlog = if !single_pass && subscription {
-            left[0]
-        } else {
-            0
-        };
+        let stream = entity.rules.stream;
+        let sweep = stream && entity.take_sweep();
+        // A stream's claimed arrivals, outside a single pass: its backlog.
+        let backlog = if !single_pass && stream { left[0] } else { 0 };
         if backlog >= NAP_AT {
             self.linger.saw_backlog();
         }

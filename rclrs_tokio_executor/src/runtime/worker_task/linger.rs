@@ -36,7 +36,7 @@
 //! two cores, and on a host whose cores share execution resources the spin itself slows
 //! the producer. On one 2-core Intel Xeon host a 30 µs linger cut in-process throughput
 //! from 287k to 75k messages/s, while on another it had raised it; hence off unless
-//! asked for (`benchmarks/results/FINDINGS.md`).
+//! asked for (`docs/performance-notes.md`).
 //!
 //! Lingering only pays while it catches something. When the producer is on another
 //! process, or shares this thread's core, spinning steals the very CPU the producer

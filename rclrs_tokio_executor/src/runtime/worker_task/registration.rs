@@ -6,12 +6,11 @@
 use super::WorkerTask;
 use crate::ffi::RclTimer;
 use crate::runtime::{
-    entity::{Entity, TimerParts, TimerWatch},
+    entity::{rules_of, Entity, Ticks, TimerParts, TimerWatch},
     fallback_waiter::FallbackWaiter,
-    mailbox::MailboxSender,
+    mailbox::{Control, MailboxSender},
     threads,
     timer_scheduler::{self, Slack},
-    workers::Control,
 };
 use rclrs::{
     log_error, ClockChange, ClockJump, ClockType, JumpThreshold, RclPrimitiveKind, Waitable,
@@ -25,23 +24,14 @@ impl WorkerTask {
     /// Register a new entity for push, or hand it to the fallback waiter.
     pub(super) fn add(&mut self, waitable: Waitable) {
         let kind = waitable.primitive().kind();
-        let push_capable = matches!(
-            kind,
-            RclPrimitiveKind::Subscription
-                | RclPrimitiveKind::Service
-                | RclPrimitiveKind::Client
-                | RclPrimitiveKind::GuardCondition
-                | RclPrimitiveKind::ActionServer
-                | RclPrimitiveKind::ActionClient
-        );
-        // Once a fallback waiter exists, guard conditions wake it instead, so it sees
-        // new entities and dropped ones.
-        if kind == RclPrimitiveKind::Timer {
+        let rules = rules_of(kind);
+        if rules.ticks == Ticks::OwnTimer {
             self.add_timer(waitable);
             return;
         }
-        let to_fallback =
-            !push_capable || (kind == RclPrimitiveKind::GuardCondition && self.fallback.is_some());
+        // Once a fallback waiter exists, guard conditions wake it instead, so it sees
+        // new entities and dropped ones.
+        let to_fallback = !rules.push_path || (rules.trigger && self.fallback.is_some());
         if to_fallback {
             self.hand_to_fallback(waitable);
             return;
@@ -72,11 +62,11 @@ impl WorkerTask {
                 false
             }
         };
-        if pushed && kind == RclPrimitiveKind::GuardCondition {
+        if pushed && rules.trigger {
             entity.quiet_registration_report();
         }
         // An action server's finished goals expire on a timer inside it (patch 0011).
-        let expiry = pushed && kind == RclPrimitiveKind::ActionServer;
+        let expiry = pushed && rules.ticks == Ticks::GoalExpiry;
         let expiry_scheduled = !expiry || self.schedule_timer(&entity);
         if !expiry_scheduled {
             log_error!(
@@ -122,9 +112,9 @@ impl WorkerTask {
             };
             (timer, primitive.timer_clock())
         };
-        let slack = match entity.kind {
-            RclPrimitiveKind::ActionServer => Slack::GOAL_EXPIRY,
-            _ => Slack::NONE,
+        let slack = match entity.rules.ticks {
+            Ticks::GoalExpiry => Slack::GOAL_EXPIRY,
+            Ticks::OwnTimer | Ticks::None => Slack::NONE,
         };
         let scheduler = Arc::clone(&self.timers);
         let key = timer_scheduler::key(entity);
@@ -194,7 +184,7 @@ impl WorkerTask {
         let mut initial = vec![waitable];
         let mut kept = Vec::with_capacity(self.entities.len());
         for entity in self.entities.drain(..) {
-            if entity.kind == RclPrimitiveKind::GuardCondition {
+            if entity.rules.trigger {
                 initial.extend(entity.take_waitable());
             } else {
                 kept.push(entity);

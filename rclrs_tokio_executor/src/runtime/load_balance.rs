@@ -1,4 +1,4 @@
-//! Placement that follows load: which pool thread a Worker task runs on, when
+//! Load balancing (`follow_load`): which pool thread a Worker task runs on, when
 //! `TokioExecutorOptions::follow_load` is on.
 //!
 //! # Why
@@ -7,7 +7,7 @@
 //! Workers that keep a thread busy and wrong for light ones: a thread busy a fifth of
 //! the time parks after nearly every message and is woken again for the next, and on a
 //! VM a wake-up can cost more CPU than the take and callback it hands over
-//! (`benchmarks/results/FINDINGS.md`, "Where the two-core gaps come from"). One thread
+//! (`docs/performance-notes.md`, "Placement"). One thread
 //! serving every light Worker is woken once per burst instead of once per Worker.
 //!
 //! # Protocol
