@@ -91,6 +91,18 @@ fn matched_publisher(node: &Node, topic: &str) -> Publisher<Int32> {
     publisher
 }
 
+/// One `#[test]` per case, each running the case against the module's executor.
+macro_rules! cases {
+    ($($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                super::$case(MAKE)
+            }
+        )*
+    };
+}
+
 macro_rules! suite {
     ($module:ident, $make:expr $(, $extra:ident)?) => {
         mod $module {
@@ -98,182 +110,52 @@ macro_rules! suite {
             const MAKE: MakeExecutor = $make;
             $($extra!();)?
 
-            #[test]
-            fn a_timer_dropped_inside_its_own_callback_fires_no_more() {
-                super::a_timer_dropped_inside_its_own_callback_fires_no_more(MAKE)
-            }
-            #[test]
-            fn pub_sub_delivers_every_message_in_order() {
-                super::pub_sub_delivers_every_message_in_order(MAKE)
-            }
-            #[test]
-            fn dynamic_subscriptions_deliver_every_message_in_order() {
-                super::dynamic_subscriptions_deliver_every_message_in_order(MAKE)
-            }
-            #[test]
-            fn services_and_clients_answer_requests() {
-                super::services_and_clients_answer_requests(MAKE)
-            }
-            #[test]
-            fn worker_and_async_services_answer_response_callbacks() {
-                super::worker_and_async_services_answer_response_callbacks(MAKE)
-            }
-            #[test]
-            fn two_servers_under_one_name_answer_every_client() {
-                super::two_servers_under_one_name_answer_every_client(MAKE)
-            }
-            #[test]
-            fn worker_payload_is_mutated_by_several_callbacks() {
-                super::worker_payload_is_mutated_by_several_callbacks(MAKE)
-            }
-            #[test]
-            fn spin_once_timeout_and_halt_return_as_specified() {
-                super::spin_once_timeout_and_halt_return_as_specified(MAKE)
-            }
-            #[test]
-            fn a_spin_once_after_the_one_that_saw_new_entities_waits_for_work() {
-                super::a_spin_once_after_the_one_that_saw_new_entities_waits_for_work(MAKE)
-            }
-            #[test]
-            fn spin_until_a_promise_resolves() {
-                super::spin_until_a_promise_resolves(MAKE)
-            }
-            #[test]
-            fn async_tasks_run_while_spinning() {
-                super::async_tasks_run_while_spinning(MAKE)
-            }
-            #[test]
-            fn a_graph_change_resolves_its_promise_before_the_period() {
-                super::a_graph_change_resolves_its_promise_before_the_period(MAKE)
-            }
-            #[test]
-            fn a_dropped_node_leaves_the_graph_while_the_executor_spins() {
-                super::a_dropped_node_leaves_the_graph_while_the_executor_spins(MAKE)
-            }
-            #[test]
-            fn a_dropped_node_with_only_a_graph_listener_leaves_the_graph() {
-                super::a_dropped_node_with_only_a_graph_listener_leaves_the_graph(MAKE)
-            }
-            #[test]
-            fn a_node_dropped_inside_its_own_callback_leaves_the_graph() {
-                super::a_node_dropped_inside_its_own_callback_leaves_the_graph(MAKE)
-            }
-            #[test]
-            fn dropping_an_entity_during_spin_stops_its_callbacks() {
-                super::dropping_an_entity_during_spin_stops_its_callbacks(MAKE)
-            }
-            #[test]
-            fn a_burst_while_not_spinning_is_delivered_up_to_the_depth() {
-                super::a_burst_while_not_spinning_is_delivered_up_to_the_depth(MAKE)
-            }
-            #[test]
-            fn a_worker_runs_its_work_in_order() {
-                super::a_worker_runs_its_work_in_order(MAKE)
-            }
-            #[test]
-            fn work_sent_to_a_worker_before_it_is_dropped_still_runs() {
-                super::work_sent_to_a_worker_before_it_is_dropped_still_runs(MAKE)
-            }
-            #[test]
-            fn activity_listeners_see_every_callback_and_only_while_spinning() {
-                super::activity_listeners_see_every_callback_and_only_while_spinning(MAKE)
-            }
-            #[test]
-            fn the_last_message_of_every_burst_arrives() {
-                super::the_last_message_of_every_burst_arrives(MAKE)
-            }
-            #[test]
-            fn a_transient_local_message_reaches_each_late_subscription() {
-                super::a_transient_local_message_reaches_each_late_subscription(MAKE)
-            }
-            #[test]
-            fn timers_can_be_cancelled_and_reset_from_callbacks() {
-                super::timers_can_be_cancelled_and_reset_from_callbacks(MAKE)
-            }
-            #[test]
-            fn timers_follow_their_mode_oneshot_inert_and_changed_from_inside() {
-                super::timers_follow_their_mode_oneshot_inert_and_changed_from_inside(MAKE)
-            }
-            #[test]
-            fn an_overrunning_timer_does_not_burst() {
-                super::an_overrunning_timer_does_not_burst(MAKE)
-            }
-            #[test]
-            fn a_timer_fires_when_due_again_after_ros_time_went_back() {
-                super::a_timer_fires_when_due_again_after_ros_time_went_back(MAKE)
-            }
-            #[test]
-            fn a_timer_keeps_its_period_after_use_sim_time_flips_many_times() {
-                super::a_timer_keeps_its_period_after_use_sim_time_flips_many_times(MAKE)
-            }
-            #[test]
-            fn a_timer_dropped_during_spin_stops_firing() {
-                super::a_timer_dropped_during_spin_stops_firing(MAKE)
-            }
-            #[test]
-            fn a_zero_period_timer_shares_the_worker_and_the_spin_keeps_its_deadline() {
-                super::a_zero_period_timer_shares_the_worker_and_the_spin_keeps_its_deadline(
-                    MAKE,
-                )
-            }
-            #[test]
-            fn a_halt_from_inside_a_callback_ends_the_spin_and_loses_nothing() {
-                super::a_halt_from_inside_a_callback_ends_the_spin_and_loses_nothing(MAKE)
-            }
-            #[test]
-            fn a_promise_resolved_inside_a_callback_ends_the_spin_and_loses_nothing() {
-                super::a_promise_resolved_inside_a_callback_ends_the_spin_and_loses_nothing(
-                    MAKE,
-                )
-            }
-            #[test]
-            fn a_zero_timeout_spin_halted_from_inside_returns_at_once() {
-                super::a_zero_timeout_spin_halted_from_inside_returns_at_once(MAKE)
-            }
-            #[test]
-            fn a_zero_timeout_spin_whose_promise_resolves_inside_returns_at_once() {
-                super::a_zero_timeout_spin_whose_promise_resolves_inside_returns_at_once(MAKE)
-            }
-            #[test]
-            fn random_operations_keep_the_shared_contract() {
-                super::random_operations_keep_the_shared_contract(MAKE)
-            }
-            #[test]
-            fn parameter_services_answer_remote_gets_and_sets() {
-                super::parameter_services_answer_remote_gets_and_sets(MAKE)
-            }
-            #[test]
-            fn timers_fire_only_while_spinning() {
-                super::timers_fire_only_while_spinning(MAKE)
-            }
-            #[test]
-            fn many_timers_keep_their_periods_and_a_cancelled_group_stops() {
-                super::many_timers_keep_their_periods_and_a_cancelled_group_stops(MAKE)
-            }
-            #[test]
-            fn two_workers_run_blocking_callbacks_in_parallel() {
-                super::two_workers_run_blocking_callbacks_in_parallel(MAKE)
-            }
-            #[test]
-            fn entities_created_inside_a_callback_serve_in_the_same_spin() {
-                super::entities_created_inside_a_callback_serve_in_the_same_spin(MAKE)
-            }
-            #[test]
-            fn a_callback_can_spin_another_executor() {
-                super::a_callback_can_spin_another_executor(MAKE)
-            }
-            #[test]
-            fn two_executors_on_two_threads_serve_each_other() {
-                super::two_executors_on_two_threads_serve_each_other(MAKE)
-            }
-            #[test]
-            fn a_spin_returns_only_after_its_callbacks_in_flight_finish() {
-                super::a_spin_returns_only_after_its_callbacks_in_flight_finish(MAKE)
-            }
-            #[test]
-            fn a_timer_keeps_firing_beside_a_stream_that_keeps_its_worker_busy() {
-                super::a_timer_keeps_firing_beside_a_stream_that_keeps_its_worker_busy(MAKE)
-            }
+            cases!(
+                a_timer_dropped_inside_its_own_callback_fires_no_more,
+                pub_sub_delivers_every_message_in_order,
+                dynamic_subscriptions_deliver_every_message_in_order,
+                services_and_clients_answer_requests,
+                worker_and_async_services_answer_response_callbacks,
+                two_servers_under_one_name_answer_every_client,
+                worker_payload_is_mutated_by_several_callbacks,
+                spin_once_timeout_and_halt_return_as_specified,
+                a_spin_once_after_the_one_that_saw_new_entities_waits_for_work,
+                spin_until_a_promise_resolves,
+                async_tasks_run_while_spinning,
+                a_graph_change_resolves_its_promise_before_the_period,
+                a_dropped_node_leaves_the_graph_while_the_executor_spins,
+                a_dropped_node_with_only_a_graph_listener_leaves_the_graph,
+                a_node_dropped_inside_its_own_callback_leaves_the_graph,
+                dropping_an_entity_during_spin_stops_its_callbacks,
+                a_burst_while_not_spinning_is_delivered_up_to_the_depth,
+                a_worker_runs_its_work_in_order,
+                work_sent_to_a_worker_before_it_is_dropped_still_runs,
+                activity_listeners_see_every_callback_and_only_while_spinning,
+                the_last_message_of_every_burst_arrives,
+                a_transient_local_message_reaches_each_late_subscription,
+                timers_can_be_cancelled_and_reset_from_callbacks,
+                timers_follow_their_mode_oneshot_inert_and_changed_from_inside,
+                an_overrunning_timer_does_not_burst,
+                a_timer_fires_when_due_again_after_ros_time_went_back,
+                a_timer_keeps_its_period_after_use_sim_time_flips_many_times,
+                a_timer_dropped_during_spin_stops_firing,
+                a_halt_from_inside_a_callback_ends_the_spin_and_loses_nothing,
+                a_zero_timeout_spin_halted_from_inside_returns_at_once,
+                a_zero_timeout_spin_whose_promise_resolves_inside_returns_at_once,
+                random_operations_keep_the_shared_contract,
+                parameter_services_answer_remote_gets_and_sets,
+                timers_fire_only_while_spinning,
+                many_timers_keep_their_periods_and_a_cancelled_group_stops,
+                two_workers_run_blocking_callbacks_in_parallel,
+                entities_created_inside_a_callback_serve_in_the_same_spin,
+                a_callback_can_spin_another_executor,
+                two_executors_on_two_threads_serve_each_other,
+                a_spin_returns_only_after_its_callbacks_in_flight_finish,
+                a_timer_keeps_firing_beside_a_stream_that_keeps_its_worker_busy,
+                a_zero_period_timer_shares_the_worker_and_the_spin_keeps_its_deadline,
+                a_promise_resolved_inside_a_callback_ends_the_spin_and_loses_nothing,
+            );
+
         }
     };
 }
@@ -288,38 +170,16 @@ macro_rules! suite {
 /// Expanded inside a `suite!` module.
 macro_rules! stricter_than_basic {
     () => {
-        #[test]
-        fn a_service_and_a_client_dropped_inside_their_own_callbacks_run_no_more() {
-            super::a_service_and_a_client_dropped_inside_their_own_callbacks_run_no_more(MAKE)
-        }
-        #[test]
-        fn a_subscription_dropped_inside_its_own_callback_runs_no_more() {
-            super::a_subscription_dropped_inside_its_own_callback_runs_no_more(MAKE)
-        }
-        #[test]
-        fn a_worker_dropped_inside_its_own_callback_runs_no_more() {
-            super::a_worker_dropped_inside_its_own_callback_runs_no_more(MAKE)
-        }
-        #[test]
-        fn a_node_dropped_inside_its_own_callback_runs_no_more() {
-            super::a_node_dropped_inside_its_own_callback_runs_no_more(MAKE)
-        }
-        #[test]
-        fn random_operations_with_drops_from_inside_keep_the_contract() {
-            super::random_operations_with_drops_from_inside_keep_the_contract(MAKE)
-        }
-        #[test]
-        fn a_halt_from_inside_a_callback_starts_no_further_callback() {
-            super::a_halt_from_inside_a_callback_starts_no_further_callback(MAKE)
-        }
-        #[test]
-        fn a_promise_resolved_inside_a_callback_starts_no_further_callback() {
-            super::a_promise_resolved_inside_a_callback_starts_no_further_callback(MAKE)
-        }
-        #[test]
-        fn calls_from_a_burst_of_callbacks_are_all_answered() {
-            super::calls_from_a_burst_of_callbacks_are_all_answered(MAKE)
-        }
+        cases!(
+            a_service_and_a_client_dropped_inside_their_own_callbacks_run_no_more,
+            a_subscription_dropped_inside_its_own_callback_runs_no_more,
+            a_worker_dropped_inside_its_own_callback_runs_no_more,
+            a_node_dropped_inside_its_own_callback_runs_no_more,
+            random_operations_with_drops_from_inside_keep_the_contract,
+            a_halt_from_inside_a_callback_starts_no_further_callback,
+            a_promise_resolved_inside_a_callback_starts_no_further_callback,
+            calls_from_a_burst_of_callbacks_are_all_answered,
+        );
     };
 }
 
