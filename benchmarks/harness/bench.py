@@ -2,7 +2,7 @@
 """The benchmark harness: the same workloads for every executor, side by side, in one run.
 
     bench.py [--quick | --full] [--reps N] [--seconds S] [--warmup S]
-             [--scenarios a,b] [--executors x,y] [--output-dir benchmarks/results]
+             [--scenarios a,b] [--executors x,y] [--output-dir benchmarks/results/latest]
 
 Method:
 - every (scenario, executor) pair runs in its own process (the Rust `bench_node` /
@@ -20,7 +20,9 @@ Method:
   reported as absent, with the reason. Nothing is ever estimated in their place.
 
 Writes latest.json (machine, rmw, command, method, runs), latest.csv, latest.md and PNG
-plots into the output directory, and prints a table of ratios against rclcpp_events (or
+plots into the output directory (by default benchmarks/results/latest/, which git
+ignores: a run becomes a host's curated set only when it is copied to
+benchmarks/results/<host>/), and prints a table of ratios against rclcpp_events (or
 rclrs_basic when rclcpp is absent).
 """
 
@@ -51,7 +53,7 @@ from scenarios import (  # noqa: E402
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / 'benchmarks' / 'results'
+RESULTS = ROOT / 'benchmarks' / 'results' / 'latest'
 METRICS = ['received_per_s', 'sent_per_s', 'dropped', 'drop_pct', 'queued_at_close',
            'cpu_process_pct',
            'cpu_executor_pct', 'latency_p50_us', 'latency_p99_us', 'latency_p999_us',
