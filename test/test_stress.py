@@ -66,11 +66,14 @@ def test_the_basic_executor_passes_what_applies_to_it(case):
     # R2 takes the basic executor minutes, R3 does not apply (it does not contain panics)
     # and R7 fails on its thread count by design; the full suite reports all three.
     result, proc = stress(case, 'basic')
-    if case == 'r1-start-stop' and basic_node_subscription_fell_behind(result):
-        # The reference executor's own known fault (README, "Reliability suite"): in one
-        # run of a few hundred on a busy 2-core machine, its node-level subscription falls
-        # more than R1's depth behind the stream and the oldest messages go. One more run
-        # tells that from a new fault; the Tokio executor gets no second run.
+    # The reference executor's own known fault (README, "Reliability"):
+    # on a busy 2-core machine its node-level subscription can fall more than R1's depth
+    # behind the stream, and the oldest messages go; beside two other builds it did so in
+    # two runs in a row (a fresh-clone run, 2026-12-02). Up to two more runs tell that
+    # from a new fault; the Tokio executor gets no second run.
+    for _ in range(2):
+        if not (case == 'r1-start-stop' and basic_node_subscription_fell_behind(result)):
+            break
         result, proc = stress(case, 'basic')
     assert_passed(result, proc)
 
