@@ -3,7 +3,8 @@
 The wheels lay out a working ament prefix inside a venv, but five things about them
 differ from a ROS 2 install built from source or from Debian packages. Every function
 here handles exactly one of them and says why. None of them runs when the user has
-sourced a real ROS 2 install: `setup.py` only calls this module for the embedded prefix.
+sourced a real ROS 2 install: `setup.py` only calls this module for the embedded prefix
+(and `sourced_install.py` when it lays the wheels out as an install).
 """
 
 from __future__ import annotations
@@ -95,8 +96,9 @@ def fix_exported_cmake(venv: Path) -> list[Path]:
     nodes) break on these paths:
     - `*__rosidl_generator_pyExport.cmake` names `/opt/python/cp311-cp311/...` as
       include directories (Python and numpy headers);
-    - `fastdds-shared-targets.cmake` links `/usr/lib64/libtinyxml2.so` and the system
-      OpenSSL targets, where the wheels bundle their own copies;
+    - Fast DDS's `fastdds-shared-targets.cmake` (Kilted's 3.x; `fastrtps-shared-targets.cmake`
+      in Jazzy's 2.x) links `/usr/lib64/libtinyxml2.so` and the system OpenSSL targets,
+      where the wheels bundle their own copies;
     - tracetools exports `lttng-ust`, which is also bundled.
     The venv is this project's own cache, so the files are corrected in place. The
     rewrite is idempotent. Returns the files changed.
@@ -128,7 +130,9 @@ def fix_exported_cmake(venv: Path) -> list[Path]:
         )
 
     tinyxml2 = bundled("tinyxml2")
-    for path in share.glob("fastdds/cmake/fastdds-*targets*.cmake"):
+    fastdds_targets = [*share.glob("fastdds/cmake/fastdds-*targets*.cmake"),
+                       *share.glob("fastrtps/cmake/fastrtps-*targets*.cmake")]
+    for path in fastdds_targets:
 
         def fix_fastdds(t: str) -> str:
             if tinyxml2:
@@ -159,5 +163,5 @@ def check_python_matches(venv_python: Path) -> None:
     version = os.popen(f'"{venv_python}" -c "import sys;print(sys.version_info[:2])"').read()
     if "(3, 11)" not in version:
         raise RuntimeError(
-            f"the ROS 2 Kilted wheels need CPython 3.11, but {venv_python} is {version.strip()}"
+            f"the ROS 2 wheels need CPython 3.11, but {venv_python} is {version.strip()}"
         )
