@@ -7,6 +7,7 @@
 //!   bindings private. The handle types cannot be named from outside rclrs, so they are
 //!   passed as `*const c_void`: name queries, and the timer functions the timer
 //!   scheduler needs (rcl documents them as thread-safe: they use atomics);
+//! - the ros2_tracing tracepoints of libtracetools (`tracetools`);
 //! - a timer-driving thread's timer slack (`prctl`), a dedicated Worker thread's CPU
 //!   affinity and SCHED_FIFO priority (`sched_setaffinity`, `sched_setscheduler`), and
 //!   the scheduling policy of quiet wake-ups (`runtime::hand_over`).
@@ -371,3 +372,6 @@ mod placement {
 }
 
 pub(crate) use placement::{normal_thread_id, set_affinity, set_fifo_priority, set_quiet};
+
+pub(crate) mod tracetools;
+pub(crate) use tracetools::TraceId;
