@@ -23,6 +23,8 @@ export EMBEDDED_DISTRO
 ENV := source $(STATE)/env.sh && export COLCON_DEFAULTS_FILE=$(STATE)/colcon_defaults.yaml \
   COLCON_LOG_PATH=$(LOG_BASE) &&
 COLCON_BUILD_FLAGS ?=
+# Limits `make test` to some packages or tests (tools/ci/jazzy_leg.py uses it).
+COLCON_TEST_FLAGS ?=
 
 .PHONY: all setup build test bench bench-bundle stress clean distclean lock-ros
 
@@ -37,7 +39,8 @@ build: setup
 # The shell runs with -e, so the test run's failure is caught with `||`: the results and
 # the failure digest (tools/ci/failure_digest.py) are printed last even when a test failed.
 test: build
-	@rc=0; $(ENV) colcon test --return-code-on-test-failure --event-handlers console_direct+ || rc=$$?; \
+	@rc=0; $(ENV) colcon test --return-code-on-test-failure --event-handlers console_direct+ \
+	  $(COLCON_TEST_FLAGS) || rc=$$?; \
 	  $(ENV) colcon test-result --verbose || true; \
 	  if [ $$rc -ne 0 ]; then $(PYTHON) tools/ci/failure_digest.py --log-dir $(LOG_BASE)/latest_test; fi; \
 	  exit $$rc
