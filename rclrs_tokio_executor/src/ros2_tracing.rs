@@ -23,7 +23,9 @@
 //! - a service: `rclcpp_service_callback_added(rcl handle, callback)`;
 //! - a timer: `rclcpp_timer_callback_added(rcl handle, callback)`;
 //! - every entity, and every fan-out callback: `rclcpp_callback_register(callback,
-//!   "<kind> <topic or service name>")`, the name tools show.
+//!   name)`, the name tools show: `subscription /chatter`, `service /add`, `client
+//!   /add`, `action server /fibonacci`, `timer, period 100000000 ns`, `event`, or
+//!   `fan-out callback <topic as given>`.
 //!
 //! The rcl handles are the ones rcl's own `rcl_subscription_init`, `rcl_service_init`
 //! and `rcl_timer_init` events name (rclrs patch 0020 makes that so), which carry the
