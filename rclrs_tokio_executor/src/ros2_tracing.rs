@@ -28,7 +28,7 @@
 //!   `fan-out callback <topic as given>`.
 //!
 //! The rcl handles are the ones rcl's own `rcl_subscription_init`, `rcl_service_init`
-//! and `rcl_timer_init` events name (rclrs patch 0020 makes that so), which carry the
+//! and `rcl_timer_init` events name (rclrs patch 0023 makes that so), which carry the
 //! topic or service and the node. Not emitted, for want of a counterpart in the tools or
 //! of the data: `rclcpp_timer_link_node` (an rclrs timer does not know its node), and
 //! an `*_callback_added` for clients, action servers and clients (rclcpp and
