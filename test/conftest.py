@@ -11,6 +11,19 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def _flavour_dir(var: str, default: Path) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else default
+
+
+# The directories of the flavour under test (embedded kilted, embedded jazzy, or a
+# sourced install; see tools/ros_prefix/setup.py), from its env.sh, which make sources.
+STATE = _flavour_dir('RCLRS_TOKIO_STATE', ROOT / '.ros' / 'kilted')
+BUILD_BASE = _flavour_dir('RCLRS_TOKIO_BUILD_BASE', ROOT / 'build')
+INSTALL_BASE = _flavour_dir('RCLRS_TOKIO_INSTALL_BASE', ROOT / 'install')
 
 
 def installed_executable(package: str, name: str) -> Path:

@@ -21,21 +21,22 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import BUILD_BASE, INSTALL_BASE, ROOT, STATE
+
 NAME = 'rclrs_tokio_bench'
 # Where a Linux keeps its C library; anything else must come from the bundle.
 SYSTEM_DIRS = ('/lib/', '/lib64/', '/usr/lib/', '/usr/lib64/')
 
 
 def overlay_shell(script: str, timeout: float) -> subprocess.CompletedProcess:
-    prologue = f'set -eo pipefail; source {ROOT}/.ros/env.sh; source {ROOT}/install/setup.sh; '
+    prologue = f'set -eo pipefail; source {STATE}/env.sh; source {INSTALL_BASE}/setup.sh; '
     return subprocess.run(['bash', '-c', prologue + script], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
 
 
 @pytest.fixture(scope='module')
 def bundle(tmp_path_factory) -> Path:
-    if not (ROOT / 'install' / 'rclrs_tokio_benchmarks').is_dir():
+    if not (INSTALL_BASE / 'rclrs_tokio_benchmarks').is_dir():
         pytest.fail('the overlay is not installed; run `make build` first')
     out = tmp_path_factory.mktemp('bundle')
     archive = out / f'{NAME}.tar.xz'
@@ -76,7 +77,7 @@ def test_every_library_a_node_loads_comes_from_the_bundle(bundle):
 
 
 def hidden_dirs() -> list[Path]:
-    dirs = [ROOT / '.ros', ROOT / 'install', ROOT / 'build']
+    dirs = [ROOT / '.ros', INSTALL_BASE, BUILD_BASE]
     dirs += [Path(p) for p in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
     libdir = sysconfig.get_config_var('LIBDIR')
     if libdir and not libdir.startswith(SYSTEM_DIRS):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import BUILD_BASE, ROOT
+
 CRATES = {
     'rclrs_tokio_executor': ROOT / 'rclrs_tokio_executor',
     'rclrs_tokio_benchmarks': ROOT / 'benchmarks',
@@ -31,7 +32,7 @@ def clippy_available() -> bool:
 @pytest.mark.parametrize('package', sorted(CRATES))
 def test_clippy_finds_nothing_to_warn_about(package):
     cmd = ['cargo', 'clippy', '--release', '--all-targets',
-           '--target-dir', str(ROOT / 'build' / package), '--', '-D', 'warnings']
+           '--target-dir', str(BUILD_BASE / package), '--', '-D', 'warnings']
     # From the crate's directory, so that cargo reads the workspace's .cargo/config.toml
     # (the patched rclrs and the installed executor crate).
     proc = subprocess.run(cmd, cwd=CRATES[package], capture_output=True, text=True,

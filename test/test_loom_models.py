@@ -15,14 +15,15 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import BUILD_BASE, ROOT
+
 CRATE = ROOT / 'rclrs_tokio_executor'
 MODELS = 6
 
 
 def test_no_interleaving_queues_an_entity_twice_or_loses_an_arrival_a_wake_up_or_a_tick():
     cmd = ['cargo', 'test', '--release', '--features', 'loom-model',
-           '--target-dir', str(ROOT / 'build' / 'rclrs_tokio_executor'),
+           '--target-dir', str(BUILD_BASE / 'rclrs_tokio_executor'),
            '--lib', 'loom_models']
     # From the crate's directory, so that cargo reads the workspace's .cargo/config.toml
     # (the patched rclrs).

@@ -8,7 +8,7 @@ interface package of its own (`my_interfaces`), whose Rust crate comes from
 `rosidl_generate_interfaces()` with the overlay's generator, and the Rust package that
 publishes and hears that message type on the Tokio executor. The shell starts as a user's
 would: with none of the ROS, colcon or cargo variables `make` sets, and without the
-venv on PATH. The other documented way (`.ros/env.sh`, then `install/setup.sh`) is
+venv on PATH. The other documented way (`.ros/<flavour>/env.sh`, then `install/setup.sh`) is
 checked too.
 """
 
@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import INSTALL_BASE, ROOT, STATE
+
 TEMPLATES = ROOT / 'test' / 'user_workspace'
 PACKAGE = 'my_tokio_listener'
 INTERFACES = 'my_interfaces'
@@ -28,8 +29,8 @@ INTERFACES = 'my_interfaces'
 
 # How a user's shell sets up the overlay.
 SOURCING = {
-    'setup.bash alone': f'source {ROOT}/install/setup.bash',
-    'env.sh then setup.sh': f'source {ROOT}/.ros/env.sh; source {ROOT}/install/setup.sh',
+    'setup.bash alone': f'source {INSTALL_BASE}/setup.bash',
+    'env.sh then setup.sh': f'source {STATE}/env.sh; source {INSTALL_BASE}/setup.sh',
 }
 # What `make` (or a shell that sourced the overlay) sets and a fresh shell has not.
 SET_BY_SOURCING = {'AMENT_PREFIX_PATH', 'CMAKE_PREFIX_PATH', 'ROS_DISTRO', 'PYTHONPATH',
@@ -39,7 +40,7 @@ SET_BY_SOURCING = {'AMENT_PREFIX_PATH', 'CMAKE_PREFIX_PATH', 'ROS_DISTRO', 'PYTH
 def fresh_shell_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in SET_BY_SOURCING and not k.startswith(('COLCON', 'RCLRS_TOKIO'))}
-    venv_bin = str(ROOT / '.ros' / 'venv' / 'bin')
+    venv_bin = str(STATE / 'venv' / 'bin')
     env['PATH'] = os.pathsep.join(p for p in env.get('PATH', '').split(os.pathsep)
                                   if p and p != venv_bin)
     return env
@@ -54,7 +55,7 @@ def run_in_user_shell(script: str, cwd: Path, timeout: float,
 
 @pytest.fixture(scope='module')
 def workspace(tmp_path_factory) -> Path:
-    if not (ROOT / 'install' / 'rclrs_tokio_executor').is_dir():
+    if not (INSTALL_BASE / 'rclrs_tokio_executor').is_dir():
         pytest.fail('the overlay is not installed; run `make build` first')
     ws = tmp_path_factory.mktemp('user_ws')
     for package in (INTERFACES, PACKAGE):
@@ -82,7 +83,7 @@ def test_a_users_package_builds_against_the_overlay_and_runs(workspace):
         'rosidl_generate_interfaces() wrote no Rust crate'
     # The patched rclrs from the overlay, not an unpatched copy from crates.io.
     config = (workspace / '.cargo' / 'config.toml').read_text()
-    assert str(ROOT / '.ros' / 'rclrs') in config, config
+    assert str(STATE / 'rclrs') in config, config
 
     for sourcing in SOURCING:
         ran = run_in_user_shell(

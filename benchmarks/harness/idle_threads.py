@@ -12,7 +12,7 @@ error, not dropped.
     python3 benchmarks/harness/idle_threads.py --executors rclrs_tokio,rclrs_basic,rclcpp_events \\
         --runs 3 --output-dir benchmarks/results/amd_idle_threads
 
-Run it with the harness's environment (`.ros/env.sh`, `install/setup.sh`, and the rclcpp
+Run it with the harness's environment (`.ros/<flavour>/env.sh`, `install/setup.sh`, and the rclcpp
 prefix for the rclcpp rows).
 """
 

@@ -7,10 +7,12 @@
 //!   bindings private. The handle types cannot be named from outside rclrs, so they are
 //!   passed as `*const c_void`: name queries, and the timer functions the timer
 //!   scheduler needs (rcl documents them as thread-safe: they use atomics);
+//! - the ros2_tracing tracepoints of libtracetools (`tracetools`);
 //! - a timer-driving thread's timer slack (`prctl`), a dedicated Worker thread's CPU
 //!   affinity and SCHED_FIFO priority (`sched_setaffinity`, `sched_setscheduler`), and
 //!   the scheduling policy of quiet wake-ups (`runtime::hand_over`).
 
+use crate::ros2_tracing;
 use rclrs::{RclPrimitive, RclPrimitiveHandle, RclrsError, ReadyKind, Waitable};
 use std::any::Any;
 use std::ffi::{c_char, c_int, c_ulong, c_void, CStr};
@@ -29,7 +31,10 @@ pub(crate) fn execute(
     // payload is `()`). Every Waitable this executor holds stays with the Worker whose
     // channel delivered it, and the caller passes that Worker's payload. Should the types
     // differ anyway, rclrs 0.8 checks the downcast and returns `InvalidPayload`.
-    unsafe { waitable.primitive_mut().execute(ready, payload) }
+    let id = ros2_tracing::primitive_id(waitable.primitive());
+    ros2_tracing::callback(id, || unsafe {
+        waitable.primitive_mut().execute(ready, payload)
+    })
 }
 
 /// Run a primitive from a wait set (the fallback waiter) with a Worker's payload.
@@ -42,7 +47,8 @@ pub(crate) fn execute_primitive(
 ) -> Result<(), RclrsError> {
     // SAFETY: as in `execute`: the fallback waiter of a Worker only holds primitives that
     // arrived through that Worker's channel, and is lent that Worker's payload.
-    unsafe { primitive.execute(ready, payload) }
+    let id = ros2_tracing::primitive_id(primitive);
+    ros2_tracing::callback(id, || unsafe { primitive.execute(ready, payload) })
 }
 
 /// Run a guard condition's primitive (its rclrs callback, if any) without a payload.
@@ -371,3 +377,6 @@ mod thread_settings {
 }
 
 pub(crate) use thread_settings::{normal_thread_id, set_affinity, set_fifo_priority, set_quiet};
+
+pub(crate) mod tracetools;
+pub(crate) use tracetools::TraceId;

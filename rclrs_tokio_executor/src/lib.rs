@@ -61,7 +61,11 @@
 //!   their own (optionally pinned and under SCHED_FIFO), with the same contract;
 //! - with [`TokioExecutorOptions::runtime_handle`], a runtime that does not run the
 //!   executor's tasks ends a spin with the error recognised by
-//!   [`is_runtime_not_driven_error`] instead of hanging.
+//!   [`is_runtime_not_driven_error`] instead of hanging;
+//! - with [`set_ros2_tracing`] (or `RCLRS_TOKIO_ROS2_TRACING=1`), an LTTng trace of the
+//!   process holds ros2_tracing's `callback_start`/`callback_end` around every callback
+//!   and the registration events that tie each callback to its rcl entity, as for
+//!   rclcpp; off, it costs one relaxed load per callback.
 //!
 //! # Timers and ROS time
 //!
@@ -122,6 +126,7 @@ mod error;
 mod fanout;
 mod ffi;
 mod options;
+mod ros2_tracing;
 mod runtime;
 mod sim_clock;
 mod stats;
@@ -135,6 +140,7 @@ pub use crate::fanout::{
     IntoWorkerFanoutCallback,
 };
 pub use crate::options::{DedicatedThread, DedicatedWorkers, ThreadSetting, TokioExecutorOptions};
+pub use crate::ros2_tracing::{ros2_tracing, set_ros2_tracing, ROS2_TRACING_ENV};
 pub use crate::runtime::TokioExecutorRuntime;
 pub use crate::sim_clock::{sleep_for, sleep_until, RosSleep, SleepError};
 #[cfg(feature = "stats-msg")]

@@ -2,7 +2,7 @@
 somewhere else, in place.
 
 The overlay links its nodes with an absolute DT_RPATH into the build tree (the wheels'
-library folders, see .ros/env.sh). DT_RPATH is searched before LD_LIBRARY_PATH, so on
+library folders, see .ros/<flavour>/env.sh). DT_RPATH is searched before LD_LIBRARY_PATH, so on
 the machine that made a bundle its nodes would load the build tree's libraries instead
 of the bundle's. The bundle rewrites those paths to `$ORIGIN`-relative ones. The new
 path is written over the old string in the dynamic string table, so it must not be

@@ -86,7 +86,7 @@ class BundleError(Exception):
 def prefixes() -> list[Path]:
     found = [Path(p) for p in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
     if not found:
-        raise BundleError('AMENT_PREFIX_PATH is empty: source .ros/env.sh and '
+        raise BundleError('AMENT_PREFIX_PATH is empty: source .ros/<flavour>/env.sh and '
                           'install/setup.sh first (make bench-bundle does)')
     return found
 

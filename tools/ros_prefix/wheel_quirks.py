@@ -1,9 +1,10 @@
 """Corrections for the ROS 2 PyPI wheels, each in one place.
 
-The wheels lay out a working ament prefix inside a venv, but five things about them
+The wheels lay out a working ament prefix inside a venv, but six things about them
 differ from a ROS 2 install built from source or from Debian packages. Every function
 here handles exactly one of them and says why. None of them runs when the user has
-sourced a real ROS 2 install: `setup.py` only calls this module for the embedded prefix.
+sourced a real ROS 2 install: `setup.py` only calls this module for the embedded prefix
+(and `sourced_install.py` when it lays the wheels out as an install).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -95,8 +97,9 @@ def fix_exported_cmake(venv: Path) -> list[Path]:
     nodes) break on these paths:
     - `*__rosidl_generator_pyExport.cmake` names `/opt/python/cp311-cp311/...` as
       include directories (Python and numpy headers);
-    - `fastdds-shared-targets.cmake` links `/usr/lib64/libtinyxml2.so` and the system
-      OpenSSL targets, where the wheels bundle their own copies;
+    - Fast DDS's `fastdds-shared-targets.cmake` (Kilted's 3.x; `fastrtps-shared-targets.cmake`
+      in Jazzy's 2.x) links `/usr/lib64/libtinyxml2.so` and the system OpenSSL targets,
+      where the wheels bundle their own copies;
     - tracetools exports `lttng-ust`, which is also bundled.
     The venv is this project's own cache, so the files are corrected in place. The
     rewrite is idempotent. Returns the files changed.
@@ -128,7 +131,9 @@ def fix_exported_cmake(venv: Path) -> list[Path]:
         )
 
     tinyxml2 = bundled("tinyxml2")
-    for path in share.glob("fastdds/cmake/fastdds-*targets*.cmake"):
+    fastdds_targets = [*share.glob("fastdds/cmake/fastdds-*targets*.cmake"),
+                       *share.glob("fastrtps/cmake/fastrtps-*targets*.cmake")]
+    for path in fastdds_targets:
 
         def fix_fastdds(t: str) -> str:
             if tinyxml2:
@@ -154,10 +159,58 @@ def fix_exported_cmake(venv: Path) -> list[Path]:
     return changed
 
 
+def lttng_ust_protocol(binary: Path) -> int | None:
+    """The session-daemon protocol an lttng-ust library, or an lttng-sessiond, speaks: the
+    N of the `lttng-ust-sock-N` socket it uses (6 for lttng-ust 2.8, 8 for 2.12 and 2.13)."""
+    found = re.search(rb"lttng-ust-sock-(\d+)", binary.read_bytes())
+    return int(found.group(1)) if found else None
+
+
+def bundled_lttng_ust(venv: Path) -> Path | None:
+    """The wheels' own lttng-ust (`ros_tracetools.libs/liblttng-ust-<hash>.so.0...`)."""
+    hits = [p for p in sorted(glob.glob(str(next(venv.glob("lib/python3*/site-packages"))
+                                            / "ros_*.libs" / "liblttng-ust-*.so.0*")))
+            if "tracepoint" not in Path(p).name]
+    return Path(hits[0]) if hits else None
+
+
+def lttng_ust_preload(venv: Path, replacement: Path, shim_dir: Path, patchelf: Path) -> list[Path]:
+    """Libraries that, preloaded, stand in for the wheels' lttng-ust, so that an LTTng
+    session of today's lttng-tools records the ros2 tracepoints of a node on the wheels.
+
+    Why: the wheels bundle lttng-ust 2.8.1 (from the manylinux_2_28 build image), which
+    talks to the session daemon over protocol 6 (`lttng-ust-sock-6`); lttng-tools 2.13
+    (Debian 12) speaks 8 and 9 only, so the node never registers and a trace of it is
+    empty. lttng-ust 2.12 keeps 2.8's library ABI (`liblttng-ust.so.0`, which
+    libtracetools was built against) and speaks protocol 8. `replacement` holds 2.12's
+    libraries and their liburcu (Debian 11's `liblttng-ust0` and `liburcu6`, unpacked):
+    they are copied to `shim_dir`, the lttng-ust one renamed to the bundled library's
+    soname so that the loader takes it for that, all with `$ORIGIN` as their run path.
+    Returns the two files to put in `LD_PRELOAD`; the wheels themselves are not changed.
+    """
+    bundled = bundled_lttng_ust(venv)
+    if bundled is None:
+        raise FileNotFoundError(f"no bundled lttng-ust in {venv} (is ros-tracetools installed?)")
+    shim_dir.mkdir(parents=True, exist_ok=True)
+    copies = {"liblttng-ust.so.0": bundled.name, "liblttng-ust-tracepoint.so.0": None,
+              "liburcu-bp.so.6": None, "liburcu-cds.so.6": None, "liburcu-common.so.6": None}
+    for name, soname in copies.items():
+        source = replacement / name
+        if not source.exists():
+            raise FileNotFoundError(f"{source} (unpacked liblttng-ust0 and liburcu6?)")
+        target = shim_dir / (soname or name)
+        target.unlink(missing_ok=True)
+        target.write_bytes(source.read_bytes())
+        if soname:
+            subprocess.run([str(patchelf), "--set-soname", soname, str(target)], check=True)
+        subprocess.run([str(patchelf), "--set-rpath", "$ORIGIN", str(target)], check=True)
+    return [shim_dir / bundled.name, shim_dir / "liblttng-ust-tracepoint.so.0"]
+
+
 def check_python_matches(venv_python: Path) -> None:
     """The wheels are built for CPython 3.11 only; say so plainly otherwise."""
     version = os.popen(f'"{venv_python}" -c "import sys;print(sys.version_info[:2])"').read()
     if "(3, 11)" not in version:
         raise RuntimeError(
-            f"the ROS 2 Kilted wheels need CPython 3.11, but {venv_python} is {version.strip()}"
+            f"the ROS 2 wheels need CPython 3.11, but {venv_python} is {version.strip()}"
         )

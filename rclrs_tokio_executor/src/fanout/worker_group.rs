@@ -35,6 +35,7 @@
 //! message has been offered to the other groups.
 
 use super::callback_fn::BoxedFanoutCallback;
+use crate::ros2_tracing::{self, TraceId};
 use crate::runtime::{panics::log_panic, turn};
 use rclrs::Worker;
 use std::any::Any;
@@ -194,6 +195,7 @@ where
             removed: AtomicBool::new(false),
             counts,
         });
+        ros2_tracing::fanout_callback_added(TraceId::of(&*tap), &self.topic);
         let mut taps = lock(&self.taps);
         *taps = taps.iter().cloned().chain([Arc::clone(&tap)]).collect();
         tap
@@ -284,7 +286,8 @@ where
             return;
         }
         let mut callback = lock(&tap.callback);
-        match catch_unwind(AssertUnwindSafe(|| callback(payload, message))) {
+        let traced = || ros2_tracing::callback(TraceId::of(tap), || callback(payload, message));
+        match catch_unwind(AssertUnwindSafe(traced)) {
             Ok(()) => {
                 tap.counts.delivered.fetch_add(1, Ordering::Relaxed);
             }

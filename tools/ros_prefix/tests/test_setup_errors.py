@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 
 SETUP = Path(__file__).resolve().parents[1] / 'setup.py'
+ROOT = SETUP.parents[2]
 
 
 def run_setup(tmp_path, **env_overrides):
     env = {k: v for k, v in os.environ.items()
-           if k not in ('ROS_DISTRO', 'AMENT_PREFIX_PATH', 'RUSTFLAGS')}
+           if k not in ('ROS_DISTRO', 'AMENT_PREFIX_PATH', 'RUSTFLAGS', 'EMBEDDED_DISTRO')}
     env['RCLRS_TOKIO_STATE_DIR'] = str(tmp_path / 'state')
     env.update(env_overrides)
     return subprocess.run([sys.executable, str(SETUP)], env=env, capture_output=True,
@@ -30,6 +31,30 @@ def assert_one_clear_line(proc, *expected):
 def test_unsupported_ros_distro(tmp_path):
     proc = run_setup(tmp_path, ROS_DISTRO='foxy', AMENT_PREFIX_PATH=str(tmp_path))
     assert_one_clear_line(proc, 'ROS_DISTRO=foxy is not supported', 'kilted')
+
+
+def test_unsupported_embedded_distro(tmp_path):
+    proc = run_setup(tmp_path, EMBEDDED_DISTRO='humble')
+    assert_one_clear_line(proc, 'EMBEDDED_DISTRO=humble is not supported', 'jazzy or kilted')
+
+
+def test_make_refuses_an_unsupported_embedded_distro_in_one_line():
+    # As a user's shell has it: no ROS sourced, not inside another make.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('ROS_DISTRO', 'AMENT_PREFIX_PATH', 'MAKEFLAGS', 'MFLAGS', 'MAKELEVEL')}
+    proc = subprocess.run(['make', '-C', str(ROOT), '-n', 'build', 'EMBEDDED_DISTRO=rolling'],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith('make: ')]
+    assert len(lines) == 1, proc.stderr
+    assert 'EMBEDDED_DISTRO=rolling is not supported' in lines[0], lines[0]
+    assert 'jazzy or kilted' in lines[0], lines[0]
+
+
+def test_embedded_distro_beside_a_sourced_install(tmp_path):
+    proc = run_setup(tmp_path, EMBEDDED_DISTRO='jazzy', ROS_DISTRO='kilted',
+                     AMENT_PREFIX_PATH=str(tmp_path))
+    assert_one_clear_line(proc, 'EMBEDDED_DISTRO=jazzy asks for the embedded prefix')
 
 
 def test_distro_without_prefix(tmp_path):

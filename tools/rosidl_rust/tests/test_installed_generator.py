@@ -19,7 +19,9 @@ import pytest
 from conftest import TOOL_DIR
 
 OVERLAY = TOOL_DIR.parents[1]
-INSTALLED = OVERLAY / 'install' / 'rosidl_generator_ros_env'
+# The install of the flavour under test (tools/ros_prefix/setup.py's env.sh says which).
+INSTALLED = pathlib.Path(os.environ.get('RCLRS_TOKIO_INSTALL_BASE') or OVERLAY / 'install') \
+    / 'rosidl_generator_ros_env'
 PACKAGE = 'hook_probe_msgs'
 
 PACKAGE_XML = f"""<?xml version="1.0"?>

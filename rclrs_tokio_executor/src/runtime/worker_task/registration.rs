@@ -23,6 +23,7 @@ use std::sync::{
 impl WorkerTask {
     /// Register a new entity for push, or hand it to the fallback waiter.
     pub(super) fn add(&mut self, waitable: Waitable) {
+        crate::ros2_tracing::registered(waitable.primitive());
         let kind = waitable.primitive().kind();
         let rules = rules_of(kind);
         if rules.ticks == Ticks::OwnTimer {
