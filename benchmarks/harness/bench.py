@@ -10,7 +10,8 @@ Method:
   warm-up before the measured window; an `_xproc` scenario runs the executor under test
   in a subscriber process (`--role sub`) and the same Rust publisher process
   (`bench_node --role pub`) for every executor, and joins their reports (robot_mix's
-  per stream);
+  per stream); a `two_hosts_*` scenario puts the two processes in two network namespaces
+  joined by a link the harness makes and removes (two_hosts.py, root only);
 - repetitions are interleaved: each repetition runs every executor of a scenario, in an
   order rotated per repetition, so slow drift of the machine hits every executor alike;
 - each metric is the median over repetitions, with min and max; each executor's
@@ -45,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import report  # noqa: E402
+import two_hosts  # noqa: E402
 from scenarios import (  # noqa: E402
     DEFAULT_EXECUTORS, EXECUTORS, EXIT_NOT_AVAILABLE, FULL, NEEDS_ROOT, QUICK, SCENARIOS,
     XPROC_PUBLISHER,
@@ -167,6 +169,10 @@ def cpu_burners(count: int):
             burner.wait()
 
 
+# The two-namespace links of this run (two_hosts.py), made when a row first needs one.
+LINKS = two_hosts.Links(_DIE_WITH_PARENT)
+
+
 def run_one(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
     if SCENARIOS[scenario].contended:
         with cpu_burners(os.cpu_count() or 1):
@@ -192,14 +198,28 @@ _topics = iter(range(1_000_000))
 
 def run_xproc(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
     """The executor under test in a subscriber process, and the same Rust publisher
-    process for every executor; their two reports joined into one."""
+    process for every executor; their two reports joined into one. With a link
+    (two_hosts_*), each process in a network namespace of its own."""
     topic = f'bench_xproc_{os.getpid()}_{next(_topics)}'
     common = ['--topic', topic, '--seconds', str(seconds), '--warmup-s', str(warmup)]
+    # Over the lossy link a 1 MB stream can be held back by repairs for a second or more:
+    # the subscriber waits longer before it takes the stream for ended, and the publisher
+    # goes on longer after its window.
+    lossy = SCENARIOS[scenario].link == 'netem'
     sub_cmd = [str(node), *executor_arguments(executor), *arguments(scenario, executor),
-               *common, '--role', 'sub', '--idle-exit-s', '0.5']
+               *common, '--role', 'sub', '--idle-exit-s', '3' if lossy else '0.5']
     pub_cmd = [str(find_installed(*XPROC_PUBLISHER)), '--executor', 'rclrs_tokio',
-               *arguments(scenario), *common, '--role', 'pub']
+               *arguments(scenario), *common, '--role', 'pub',
+               '--publish-tail-s', '3' if lossy else '1']
     sub_env = pub_env = environment(scenario)
+    link_kind = SCENARIOS[scenario].link
+    if link_kind:
+        try:
+            link = LINKS.get(link_kind)
+        except OSError as why:
+            raise NotAvailable(str(why)) from why
+        sub_cmd, pub_cmd = link.command('sub', sub_cmd), link.command('pub', pub_cmd)
+        sub_env, pub_env = link.environment('sub', sub_env), link.environment('pub', pub_env)
     timeout = seconds + warmup + 120
     with subprocess.Popen(sub_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, env=sub_env) as sub:
@@ -220,6 +240,8 @@ def run_xproc(node: Path, scenario: str, executor: str, seconds: float, warmup: 
     if pub is None:
         raise RuntimeError(f'{" ".join(sub_cmd)} ended before the publisher started')
     sent = _result(pub, pub_cmd)
+    if link_kind:
+        received['link'] = link.kind
     if received.get('workload') == 'robot_mix':
         return join_streams(received, sent)
     expected = sent['sent'] * received.get('subscriptions', 1)
@@ -274,6 +296,10 @@ def summarise(samples: list[dict]) -> tuple[dict, dict]:
                    for key in STREAM_METRICS
                    if all(m.get(name, {}).get(key) is not None for m in mixed)}
             for name in mixed[0]}
+    # Two namespaces: the link the rows ran over, as the first repetition reported it.
+    links = [s['link'] for s in samples if s.get('link')]
+    if links:
+        metrics['link'] = links[0]
     # A subscriber process's CPU per thread name, as the first repetition reported it
     # (which of the middleware's threads received: UDP, shared memory).
     threads = [s['thread_cpu_pct'] for s in samples if s.get('thread_cpu_pct')]
@@ -303,6 +329,13 @@ def scenario_list() -> str:
 
 
 def main(argv=None) -> int:
+    try:
+        return run_harness(argv)
+    finally:
+        LINKS.close()
+
+
+def run_harness(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, epilog=scenario_list(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--quick', action='store_true', help='the default set (make bench)')
@@ -341,12 +374,15 @@ def main(argv=None) -> int:
     # Which pairs can run, and why the others cannot.
     plan: dict[str, list[tuple[str, Path]]] = {}
     absent: dict[tuple[str, str], str] = {}
+    no_namespaces = two_hosts.unavailable()
     for scenario in scenarios:
         plan[scenario] = []
         for executor in executors:
             if not applicable(scenario, executor):
                 continue
             node, why = node_for(scenario, executor)
+            if node is not None and SCENARIOS[scenario].link and no_namespaces:
+                node, why = None, no_namespaces
             if node is not None:
                 plan[scenario].append((executor, node))
             else:

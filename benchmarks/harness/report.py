@@ -102,6 +102,7 @@ def write_markdown(document: dict, path: Path) -> None:
     lines += robot_mix(runs)
     lines += mixed_criticality(runs)
     lines += composed_nodes(runs)
+    lines += two_hosts(runs)
     lines += stage_breakdown(runs)
     lines += receive_side(runs)
     lines += wake_ups(runs)
@@ -344,6 +345,23 @@ def composed_nodes(runs: list[dict]) -> list[str]:
                        rows, columns)
 
 
+def two_hosts(runs: list[dict]) -> list[str]:
+    """Markdown: the rows across two network namespaces, with the link they ran over."""
+    rows = [r for r in runs if r['scenario'].startswith('two_hosts') and r.get('metrics')]
+    if not rows:
+        return []
+    columns = {'received/s': _key('received_per_s'), 'dropped': _key('dropped'),
+               'p50 µs': _key('latency_p50_us'), 'p99 µs': _key('latency_p99_us'),
+               'max µs': _key('latency_max_us'),
+               'receive threads µs/msg': _key('receive_cpu_per_msg_us')}
+    links = sorted({(r['scenario'].startswith('two_hosts_netem'), r['metrics']['link'])
+                    for r in rows if r['metrics'].get('link')})
+    return (_rows_table('Two hosts (two network namespaces, Fast DDS over UDP only)', rows,
+                        columns)
+            + [f'- {"netem" if impaired else "plain"} link: {kind}' for impaired, kind in links]
+            + [''])
+
+
 def receive_side(runs: list[dict]) -> list[str]:
     """Markdown: the subscriber process's CPU split between the middleware's receive
     threads and the rest, per `_xproc` row (the executor's push path runs on the former)."""
@@ -562,6 +580,12 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
             ax.set_title(title)
         fig.suptitle('Composed nodes: each with a subscription at 100 Hz and a 10 Hz timer')
         save(fig, axes[0], 'nodes.png')
+    bars([s for s in scen if s.startswith('two_hosts') and 'throughput' in s],
+         'received_per_s', 'Two hosts (network namespaces, UDP): throughput (msg/s)',
+         'msg/s', 'two_hosts_throughput.png')
+    bars([s for s in scen if s.startswith('two_hosts') and 'throughput' not in s],
+         'latency_p99_us', 'Two hosts (network namespaces, UDP): latency p99', 'µs',
+         'two_hosts_latency.png', log=True)
     bars([s for s in scen if s.startswith('cpu')], 'cpu_executor_pct',
          'Executor CPU at 10 kHz (% of one core)', '% CPU', 'cpu.png')
     bars([s for s in scen if s.startswith('fanout') and not s.endswith('1kHz')],

@@ -35,6 +35,10 @@ class Scenario:
     # A Fast DDS XML profile (a file beside this one) for every process of the row, as
     # FASTDDS_DEFAULT_PROFILES_FILE; None: the middleware's defaults.
     fastdds_profile: str | None = None
+    # An 'xproc' scenario whose two processes sit in two network namespaces joined by a
+    # link the harness makes (two_hosts.py): 'veth' (a plain veth pair) or 'netem' (1 ms
+    # delay and 1 % loss each way). None: both processes on this host's network.
+    link: str | None = None
 
 
 _RELIABLE_1000 = ('--reliability', 'reliable', '--depth', '1000')
@@ -234,11 +238,26 @@ for _n in (1, 10, 100):
         'message', ('--workload', 'nodes', '--nodes', str(_n), '--rate-hz', '100',
                     '--timer-hz', '10'),
         'idle_cpu_pct', False, 'cpu_process_pct', not_for=_NO_RAW)
-# The workloads robots run (the size sweep, robot_mix, mixed_criticality, nodes_<N>),
-# as one group: their own smoke test (test/test_robot_workloads.py).
+# two_hosts_*: publisher and subscriber in two network namespaces joined by a veth pair,
+# Fast DDS on UDP only (no shared memory), discovery over the link; `two_hosts_netem_*`
+# adds 1 ms of delay and 1 % loss each way (two_hosts.py). fastdds_two_hosts.xml makes
+# UDPv4 the only transport and has writers send heartbeats every 10 ms (it says why).
+_TWO_HOSTS = {
+    'throughput_0B': _STREAMS['throughput_0B'],
+    'latency_1kHz': _STREAMS['latency_1kHz'],
+    '1MB_30Hz': (('--payload', str(SIZES['1MB']), *_RELIABLE_100, '--rate-hz', '30',
+                  '--latency'), 'latency_p99_us', False, 'dropped'),
+}
+for _link, _prefix in (('veth', 'two_hosts'), ('netem', 'two_hosts_netem')):
+    for _name, (_args, _metric, _higher, _extra) in _TWO_HOSTS.items():
+        SCENARIOS[f'{_prefix}_{_name}'] = Scenario(
+            'xproc', (*_args, '--callback', 'node'), _metric, _higher, _extra, link=_link,
+            fastdds_profile='fastdds_two_hosts.xml')
+# The workloads robots run (the size sweep, robot_mix, mixed_criticality, nodes_<N>,
+# two_hosts_*), as one group: their own smoke test (test/test_robot_workloads.py).
 ROBOT_SCENARIOS = [name for name in SCENARIOS if name.startswith(
     ('latency_100Hz_', 'throughput_1MB', 'throughput_4MB', 'robot_mix', 'mixed_criticality',
-     'nodes_'))]
+     'nodes_', 'two_hosts'))]
 NEEDS_ROOT = {name for name, s in SCENARIOS.items() if '--fifo-priority' in s.args}
 TIMER_SCENARIOS = {name for name, s in SCENARIOS.items() if s.kind == 'timer'}
 
