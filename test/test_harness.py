@@ -1,9 +1,9 @@
 """The benchmark harness, run for real with tiny windows: every scenario of the full set
-for every executor whose nodes are installed. The numbers must be sane, the outputs
-well-formed, and executors that cannot run (rclcpp without a ROS install) absent with a
-reason rather than made up."""
+for every executor whose nodes are installed (the workloads robots run in
+test_robot_workloads.py). The numbers must be sane, the outputs well-formed, and
+executors that cannot run (rclcpp without a ROS install) absent with a reason rather than
+made up."""
 
-import csv
 import json
 import subprocess
 import sys
@@ -16,75 +16,14 @@ ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / 'benchmarks' / 'harness'
 sys.path.insert(0, str(HARNESS))
 
-from scenarios import EXECUTORS, FULL, SCENARIOS, TIMER_SCENARIOS, applicable, find_installed  # noqa: E402,E501
+from conftest import smoke_run  # noqa: E402
+from scenarios import EXECUTORS, FULL, ROBOT_SCENARIOS, applicable, find_installed  # noqa: E402,E501
 
 
 def test_a_smoke_run_of_every_scenario_is_well_formed_and_sane(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / 'benchmarks' / 'harness' / 'bench.py'), '--full',
-         '--reps', '1', '--seconds', '0.4', '--warmup', '0.1', '--output-dir', str(tmp_path)],
-        capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert 'ratios against' in proc.stdout
-
-    document = json.loads((tmp_path / 'latest.json').read_text())
-    assert document['machine']['cores'] >= 1
-    assert document['rmw'] and document['command']
-    runs = document['runs']
-    seen = {(r['scenario'], r['executor']) for r in runs}
-    for scenario in FULL:
-        for executor in ['rclrs_tokio', 'rclrs_basic', 'raw_rcl', 'raw_push']:
-            assert ((scenario, executor) in seen) == applicable(scenario, executor), \
-                (scenario, executor)
-    assert document['failures'] == []
-
-    for run in runs:
-        if run.get('absent'):
-            assert run['metrics'] is None and run['reps'] == 0
-            continue
-        m = run['metrics']
-        assert run['reps'] == 1
-        # The repetition's headline, kept for the paired ratios.
-        assert list(run['headline_by_rep']) == ['1'], run
-        assert m['cpu_process_pct'] is not None and m['cpu_process_pct'] >= 0
-        if run['scenario'] in TIMER_SCENARIOS:
-            if run['scenario'].startswith('timer'):
-                assert m['fires'] > 0 and m['timer_rate_hz'] > 0
-                # One histogram count per interval between two fires of one timer.
-                args = SCENARIOS[run['scenario']].args
-                timers = int(args[args.index('--timers') + 1]) if '--timers' in args else 1
-                if timers == 1:
-                    assert sum(m['timer_jitter_hist']) == m['fires'] - 1, run
-                else:
-                    assert m['fires'] - timers <= sum(m['timer_jitter_hist']) < m['fires'], run
-            elif run['scenario'] != 'simtime_paused':
-                assert m['expected_fires'] > 0
-            else:
-                assert m['fires'] == 0
-        else:
-            assert m['received_per_s'] > 0, run
-            assert m['cpu_executor_pct'] >= 0
-            assert 0 <= m['drop_pct'] <= 100
-            if (run['scenario'].startswith('latency')
-                    or run['scenario'] in ('service_rtt', 'action_rtt')):
-                assert 0 < m['latency_p50_us'] <= m['latency_p99_us'] <= m['latency_max_us']
-            if run['scenario'].startswith('scaling'):
-                assert m['idle_cpu_pct'] >= 0 and m['per_message_us'] > 0, run
-            if run['scenario'] == 'action_idle':
-                assert 0 <= m['idle_cpu_pct'] <= m['idle_process_cpu_pct'], run
-            if SCENARIOS[run['scenario']].kind == 'xproc':
-                # Joined from the two processes' reports.
-                assert m['sent_per_s'] > 0, run
-            if '--workload' not in SCENARIOS[run['scenario']].args:
-                # A stream row counts the wake-ups it cost.
-                assert m['context_switches_per_msg'] > 0, run
-
-    rows = list(csv.DictReader((tmp_path / 'latest.csv').open()))
-    assert len(rows) == len(runs)
-    markdown = (tmp_path / 'latest.md').read_text()
-    assert '# Executor comparison' in markdown
-    assert '## Context switches per delivery' in markdown
-    assert '## Paired ratios (per repetition)' in markdown
+    # The workloads robots run have a smoke run of their own
+    # (test_robot_workloads.py), so that each run fits its file's time limit.
+    smoke_run(tmp_path, [name for name in FULL if name not in ROBOT_SCENARIOS])
 
 
 def test_rclcpp_rows_are_absent_not_made_up_without_rclcpp(tmp_path):
@@ -373,3 +312,4 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(')', 1)[1].split()[0] != 'Z'
+

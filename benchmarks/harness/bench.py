@@ -9,7 +9,9 @@ Method:
   `timer_node`, or the C++ `bench_node_cpp` / `timer_node_cpp` for rclcpp), with a
   warm-up before the measured window; an `_xproc` scenario runs the executor under test
   in a subscriber process (`--role sub`) and the same Rust publisher process
-  (`bench_node --role pub`) for every executor, and joins their reports;
+  (`bench_node --role pub`) for every executor, and joins their reports (robot_mix's
+  per stream); a `two_hosts_*` scenario puts the two processes in two network namespaces
+  joined by a link the harness makes and removes (two_hosts.py, root only);
 - repetitions are interleaved: each repetition runs every executor of a scenario, in an
   order rotated per repetition, so slow drift of the machine hits every executor alike;
 - each metric is the median over repetitions, with min and max; each executor's
@@ -46,10 +48,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import report  # noqa: E402
+import two_hosts  # noqa: E402
 from scenarios import (  # noqa: E402
     DEFAULT_EXECUTORS, EXECUTORS, EXIT_NOT_AVAILABLE, FULL, NEEDS_ROOT, QUICK, SCENARIOS,
     XPROC_PUBLISHER,
-    applicable, arguments, executor_arguments, find_installed, headline, node_for,
+    applicable, arguments, environment, executor_arguments, find_installed, headline,
+    node_for,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +65,12 @@ METRICS = ['received_per_s', 'sent_per_s', 'dropped', 'drop_pct', 'queued_at_clo
            'timer_jitter_max_us', 'fires', 'expected_fires', 'idle_cpu_pct',
            'idle_process_cpu_pct', 'per_message_us',
            'receive_cpu_pct', 'receive_cpu_per_msg_us', 'context_switches_per_msg',
-           'fanout_taken', 'fanout_dropped']
+           'fanout_taken', 'fanout_dropped', 'lost', 'control_latency_p50_us',
+           'control_latency_p99_us', 'control_latency_p999_us', 'control_latency_max_us',
+           'burn_rate_hz', 'burn_offered_hz', 'idle_threads', 'threads']
+# The figures of each stream of a run with several (robot_mix's `streams`).
+STREAM_METRICS = ['sent', 'received', 'lost', 'received_per_s', 'latency_p50_us',
+                  'latency_p99_us', 'latency_p999_us', 'latency_max_us']
 
 
 class NotAvailable(Exception):
@@ -162,6 +171,10 @@ def cpu_burners(count: int):
             burner.wait()
 
 
+# The two-namespace links of this run (two_hosts.py), made when a row first needs one.
+LINKS = two_hosts.Links(_DIE_WITH_PARENT)
+
+
 def run_one(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
     if SCENARIOS[scenario].contended:
         with cpu_burners(os.cpu_count() or 1):
@@ -173,11 +186,12 @@ def run_uncontended(node: Path, scenario: str, executor: str, seconds: float,
                     warmup: float) -> dict:
     if SCENARIOS[scenario].kind == 'xproc':
         return run_xproc(node, scenario, executor, seconds, warmup)
-    cmd = [str(node), *executor_arguments(executor), *arguments(scenario),
+    cmd = [str(node), *executor_arguments(executor), *arguments(scenario, executor),
            '--seconds', str(seconds)]
     if SCENARIOS[scenario].kind != 'timer':
         cmd += ['--warmup-s', str(warmup)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + warmup + 120)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + warmup + 120,
+                          env=environment(scenario))
     return _result(proc, cmd)
 
 
@@ -186,24 +200,39 @@ _topics = iter(range(1_000_000))
 
 def run_xproc(node: Path, scenario: str, executor: str, seconds: float, warmup: float) -> dict:
     """The executor under test in a subscriber process, and the same Rust publisher
-    process for every executor; their two reports joined into one."""
+    process for every executor; their two reports joined into one. With a link
+    (two_hosts_*), each process in a network namespace of its own."""
     topic = f'bench_xproc_{os.getpid()}_{next(_topics)}'
-    common = [*arguments(scenario), '--topic', topic, '--seconds', str(seconds),
-              '--warmup-s', str(warmup)]
-    sub_cmd = [str(node), *executor_arguments(executor), *common, '--role', 'sub',
-               '--idle-exit-s', '0.5']
-    pub_cmd = [str(find_installed(*XPROC_PUBLISHER)), '--executor', 'rclrs_tokio', *common,
-               '--role', 'pub']
+    common = ['--topic', topic, '--seconds', str(seconds), '--warmup-s', str(warmup)]
+    # Over the lossy link a 1 MB stream can be held back by repairs for a second or more:
+    # the subscriber waits longer before it takes the stream for ended, and the publisher
+    # goes on longer after its window.
+    lossy = SCENARIOS[scenario].link == 'netem'
+    sub_cmd = [str(node), *executor_arguments(executor), *arguments(scenario, executor),
+               *common, '--role', 'sub', '--idle-exit-s', '3' if lossy else '0.5']
+    pub_cmd = [str(find_installed(*XPROC_PUBLISHER)), '--executor', 'rclrs_tokio',
+               *arguments(scenario), *common, '--role', 'pub',
+               '--publish-tail-s', '3' if lossy else '1']
+    sub_env = pub_env = environment(scenario)
+    link_kind = SCENARIOS[scenario].link
+    if link_kind:
+        try:
+            link = LINKS.get(link_kind)
+        except OSError as why:
+            raise NotAvailable(str(why)) from why
+        sub_cmd, pub_cmd = link.command('sub', sub_cmd), link.command('pub', pub_cmd)
+        sub_env, pub_env = link.environment('sub', sub_env), link.environment('pub', pub_env)
     timeout = seconds + warmup + 120
     with subprocess.Popen(sub_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as sub:
+                          text=True, env=sub_env) as sub:
         try:
             sub.wait(timeout=0.2)  # an executor this rclcpp lacks exits at once
         except subprocess.TimeoutExpired:
             pass
         pub = None
         if sub.returncode is None:
-            pub = subprocess.run(pub_cmd, capture_output=True, text=True, timeout=timeout)
+            pub = subprocess.run(pub_cmd, capture_output=True, text=True, timeout=timeout,
+                                 env=pub_env)
         try:
             out, err = sub.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -213,10 +242,33 @@ def run_xproc(node: Path, scenario: str, executor: str, seconds: float, warmup: 
     if pub is None:
         raise RuntimeError(f'{" ".join(sub_cmd)} ended before the publisher started')
     sent = _result(pub, pub_cmd)
+    if link_kind:
+        received['link'] = link.kind
+    if received.get('workload') == 'robot_mix':
+        return join_streams(received, sent)
     expected = sent['sent'] * received.get('subscriptions', 1)
     dropped = max(0, expected - received['received'])
     received.update(sent=expected, dropped=dropped, sent_per_s=sent['sent_per_s'],
                     drop_pct=round(100.0 * dropped / max(expected, 1), 2))
+    return received
+
+
+def join_streams(received: dict, sent: dict) -> dict:
+    """robot_mix: the subscriber's `streams` (what arrived) joined with the drivers'
+    (what was sent, and the calls they made): each stream's `lost` (sent and never
+    arrived; for a call, never answered), and the run's `lost`, `dropped` and `drop_pct`
+    over every stream."""
+    streams = {}
+    for name, driven in sent['streams'].items():
+        heard = received['streams'].get(name, {})
+        # A call's answers are counted where the call is made, in the drivers' process.
+        stream = {**heard, **driven}
+        stream['lost'] = max(0, stream['sent'] - stream.get('received', 0))
+        streams[name] = stream
+    lost = sum(s['lost'] for s in streams.values())
+    expected = sum(s['sent'] for s in streams.values())
+    received.update(streams=streams, lost=lost, dropped=lost, sent=expected,
+                    drop_pct=round(100.0 * lost / max(expected, 1), 2))
     return received
 
 
@@ -238,6 +290,23 @@ def summarise(samples: list[dict]) -> tuple[dict, dict]:
     histograms = [s['timer_jitter_hist'] for s in samples if s.get('timer_jitter_hist')]
     if histograms:
         metrics['timer_jitter_hist'] = [sum(column) for column in zip(*histograms)]
+    # Several streams (robot_mix): each stream's figures, the median over repetitions.
+    mixed = [s['streams'] for s in samples if s.get('streams')]
+    if mixed:
+        metrics['streams'] = {
+            name: {key: _rounded(statistics.median(m[name][key] for m in mixed))
+                   for key in STREAM_METRICS
+                   if all(m.get(name, {}).get(key) is not None for m in mixed)}
+            for name in mixed[0]}
+    # Two namespaces: the link the rows ran over, as the first repetition reported it.
+    links = [s['link'] for s in samples if s.get('link')]
+    if links:
+        metrics['link'] = links[0]
+    # A subscriber process's CPU per thread name, as the first repetition reported it
+    # (which of the middleware's threads received: UDP, shared memory).
+    threads = [s['thread_cpu_pct'] for s in samples if s.get('thread_cpu_pct')]
+    if threads:
+        metrics['thread_cpu_pct'] = threads[0]
     # Dedicated Workers: what their threads got (affinity, SCHED_FIFO), as the first
     # repetition reported it.
     placed = [s['dedicated'] for s in samples if s.get('dedicated')]
@@ -253,8 +322,23 @@ def summarise(samples: list[dict]) -> tuple[dict, dict]:
     return metrics, spread
 
 
+def scenario_list() -> str:
+    """Every scenario's name, wrapped, for --help."""
+    import textwrap
+    return 'scenarios (--scenarios; --full runs them all):\n' + textwrap.fill(
+        ', '.join(SCENARIOS), width=88, initial_indent='  ', subsequent_indent='  ',
+        break_on_hyphens=False)
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
+    try:
+        return run_harness(argv)
+    finally:
+        LINKS.close()
+
+
+def run_harness(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, epilog=scenario_list(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--quick', action='store_true', help='the default set (make bench)')
     parser.add_argument('--full', action='store_true',
@@ -292,12 +376,15 @@ def main(argv=None) -> int:
     # Which pairs can run, and why the others cannot.
     plan: dict[str, list[tuple[str, Path]]] = {}
     absent: dict[tuple[str, str], str] = {}
+    no_namespaces = two_hosts.unavailable()
     for scenario in scenarios:
         plan[scenario] = []
         for executor in executors:
             if not applicable(scenario, executor):
                 continue
             node, why = node_for(scenario, executor)
+            if node is not None and SCENARIOS[scenario].link and no_namespaces:
+                node, why = None, no_namespaces
             if node is not None:
                 plan[scenario].append((executor, node))
             else:

@@ -8,7 +8,7 @@ import re
 import statistics
 from pathlib import Path
 
-from scenarios import EXECUTORS, SCENARIOS, headline
+from scenarios import EXECUTORS, SCENARIOS, SIZES, headline
 
 ORDER = list(EXECUTORS)
 
@@ -98,6 +98,11 @@ def write_markdown(document: dict, path: Path) -> None:
         '',
     ]
     lines += latency_quantiles(runs)
+    lines += size_sweep(runs)
+    lines += robot_mix(runs)
+    lines += mixed_criticality(runs)
+    lines += composed_nodes(runs)
+    lines += two_hosts(runs)
     lines += stage_breakdown(runs)
     lines += receive_side(runs)
     lines += wake_ups(runs)
@@ -110,7 +115,7 @@ def compared_scenario(scenario: str) -> str:
     """The scenario whose rows a variant's row is compared with: a `_dedicated` row with
     its plain scenario, a `fanout_shared*` row (one fan-out subscription) with the
     8-subscription `fanout*` row; any other scenario with itself."""
-    plain = re.sub(r'_dedicated$', '', scenario)
+    plain = re.sub(r'_dedicated(_normal_priority)?$', '', scenario)
     return re.sub(r'^fanout_shared(_on_worker)?', 'fanout', plain)
 
 
@@ -185,6 +190,176 @@ def latency_quantiles(runs: list[dict]) -> list[str]:
     return lines + ['', '`_contended`: beside one busy process per core at normal priority. '
                     '`_dedicated`: rclrs_tokio with every Worker on a thread of its own '
                     '(`_contended_dedicated`: under SCHED_FIFO 80 where permitted).', '']
+
+
+def _cell(value, fmt='{:g}') -> str:
+    return '' if value is None else fmt.format(value)
+
+
+def _metrics(by: dict, scenario: str, executor: str) -> dict:
+    return (by.get((scenario, executor)) or {}).get('metrics') or {}
+
+
+def _executors(runs: list[dict], scenarios) -> list[str]:
+    """The executors with a measured row in any of `scenarios`, in the usual order."""
+    ran = {r['executor'] for r in runs if r['scenario'] in scenarios and r.get('metrics')}
+    return [e for e in ORDER if e in ran]
+
+
+def _executor_table(runs: list[dict], title: str, columns: dict[str, str], cell) -> list[str]:
+    """Markdown: one row per executor that ran any of `columns` (heading: scenario), each
+    cell `cell(metrics)` of that scenario's row ('' where it did not run)."""
+    by = {(r['scenario'], r['executor']): r for r in runs}
+    executors = _executors(runs, columns.values())
+    if not executors:
+        return []
+    lines = [f'## {title}', '', '| executor | ' + ' | '.join(columns) + ' |',
+             '| --- |' + ' --- |' * len(columns)]
+    for e in executors:
+        cells = [cell(m) if (m := _metrics(by, scenario, e)) else ''
+                 for scenario in columns.values()]
+        lines.append(f'| {e} | ' + ' | '.join(cells) + ' |')
+    return lines + ['']
+
+
+def size_sweep(runs: list[dict]) -> list[str]:
+    """Markdown: latency against message size (`latency_100Hz_<size>`, p50 / p99 per
+    executor), in one process and across two, and the throughput at every size."""
+    lines = []
+    forms = (('in one process', ''), ('across two processes', '_xproc'))
+    for title, suffix in forms:
+        lines += _executor_table(
+            runs, f'Latency against size, {title} (100 Hz, reliable; p50 / p99 µs, median '
+            'over repetitions)', {size: f'latency_100Hz_{size}{suffix}' for size in SIZES},
+            lambda m: f'{_cell(m.get("latency_p50_us"))} / {_cell(m.get("latency_p99_us"))}')
+    ran = {r['scenario'] for r in runs}
+    for title, suffix in forms:
+        if not {f'throughput_1MB{suffix}', f'throughput_4MB{suffix}'} & ran:
+            continue
+        lines += _executor_table(
+            runs, f'Throughput against size, {title} (received/s, drop %)',
+            {size: f'throughput_{size}{suffix}' for size in ('0B', '64KB', '1MB', '4MB')},
+            lambda m: (f'{_num(m["received_per_s"])} ({_cell(m.get("drop_pct"))} %)'
+                       if m.get('received_per_s') is not None else ''))
+    return lines
+
+
+def robot_mix(runs: list[dict]) -> list[str]:
+    """Markdown: robot_mix per executor (the control stream, the process's CPU, what was
+    lost), then every stream's rate, p99 and losses."""
+    rows = [r for r in runs if r['scenario'] == 'robot_mix' and r.get('metrics')]
+    if not rows:
+        return []
+    by = {r['executor']: r['metrics'] for r in rows}
+    cbg = by.get('rclcpp_events_cbg', {})
+    lines = ['## Robot mix (subscriber process; median over repetitions)', '',
+             '| executor | control p50 µs | control p99 µs | control max µs | '
+             'process CPU % | lost | control p99 / cbg | CPU / cbg |',
+             '| --- | --- | --- | --- | --- | --- | --- | --- |']
+    for r in rows:
+        m = r['metrics']
+        ratio = lambda key: (f'{m[key] / cbg[key]:.2f}x'  # noqa: E731
+                             if cbg.get(key) and m.get(key) is not None else '')
+        lines.append(f'| {r["executor"]} | {_cell(m.get("control_latency_p50_us"))} | '
+                     f'{_cell(m.get("control_latency_p99_us"))} | '
+                     f'{_cell(m.get("control_latency_max_us"))} | '
+                     f'{_cell(m.get("cpu_process_pct"))} | {_cell(m.get("lost"))} | '
+                     f'{ratio("control_latency_p99_us")} | {ratio("cpu_process_pct")} |')
+    names = list(dict.fromkeys(n for r in rows for n in (r['metrics'].get('streams') or {})))
+    lines += ['', '### Every stream (received/s, p99 µs, lost)', '',
+              '| stream | ' + ' | '.join(r['executor'] for r in rows) + ' |',
+              '| --- |' + ' --- |' * len(rows)]
+    for name in names:
+        cells = []
+        for r in rows:
+            f = (r['metrics'].get('streams') or {}).get(name, {})
+            cells.append(f'{_cell(f.get("received_per_s"))} / '
+                         f'{_cell(f.get("latency_p99_us"))} / {_cell(f.get("lost"))}'
+                         if f else '')
+        lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
+    return lines + ['', 'The graph: benchmarks/src/workload/robot_mix.rs. `service` and '
+                    '`parameters` are round trips measured by the caller in the drivers\' '
+                    'process; lost: sent and never received (a call never answered).', '']
+
+
+def _rows_table(title: str, rows: list[dict], columns: dict) -> list[str]:
+    """Markdown: one row per run of `rows` (its scenario and executor, then one cell per
+    column: heading -> cell(run))."""
+    lines = [f'## {title}', '', '| scenario | executor | ' + ' | '.join(columns) + ' |',
+             '| --- | --- |' + ' --- |' * len(columns)]
+    lines += [f'| {r["scenario"]} | {r["executor"]} | '
+              + ' | '.join(cell(r) for cell in columns.values()) + ' |' for r in rows]
+    return lines + ['']
+
+
+def _key(name: str):
+    """A cell: the run's metric `name`."""
+    return lambda run: _cell(run['metrics'].get(name))
+
+
+def mixed_criticality(runs: list[dict]) -> list[str]:
+    """Markdown: the control stream beside the burning Worker, per row, against the best
+    (lowest p99) rclcpp row of the same load."""
+    rows = [r for r in runs if r['scenario'].startswith('mixed_criticality')
+            and r.get('metrics')]
+    if not rows:
+        return []
+
+    def against_best_rclcpp(key: str):
+        def cell(run: dict) -> str:
+            plain = compared_scenario(run['scenario'])
+            theirs = [r['metrics'] for r in rows if r['scenario'] == plain
+                      and r['executor'].startswith('rclcpp')
+                      and r['metrics'].get('control_latency_p99_us') is not None]
+            best = min(theirs, key=lambda m: m['control_latency_p99_us'], default={})
+            ours = run['metrics'].get(key)
+            return f'{ours / best[key]:.2f}x' if best.get(key) and ours is not None else ''
+        return cell
+
+    columns = {'p50': _key('control_latency_p50_us'), 'p99': _key('control_latency_p99_us'),
+               'p99.9': _key('control_latency_p999_us'), 'max': _key('control_latency_max_us'),
+               'burn Hz': _key('burn_rate_hz'), 'process CPU %': _key('cpu_process_pct'),
+               'p99 / best rclcpp': against_best_rclcpp('control_latency_p99_us'),
+               'max / best rclcpp': against_best_rclcpp('control_latency_max_us')}
+    return _rows_table('Mixed criticality (control stream at 1 kHz beside 4 ms of CPU every '
+                       '5 ms; µs, median over repetitions)', rows, columns) + [
+        '`_dedicated`: rclrs_tokio with the control Worker on a thread of its own under '
+        'SCHED_FIFO 80 (`_normal_priority`: without it); `_contended`: beside one busy '
+        'process per core. best rclcpp: the rclcpp row with the lowest p99 under the same '
+        'load.', '']
+
+
+def composed_nodes(runs: list[dict]) -> list[str]:
+    """Markdown: nodes_<N> per executor: idle CPU, CPU under load, threads."""
+    rows = sorted((r for r in runs if re.fullmatch(r'nodes_\d+', r['scenario'])
+                   and r.get('metrics')),
+                  key=lambda r: (int(r['scenario'].split('_')[1]), ORDER.index(r['executor'])))
+    if not rows:
+        return []
+    columns = {'idle CPU %': _key('idle_cpu_pct'), 'CPU under load %': _key('cpu_process_pct'),
+               'threads idle / loaded': lambda r: (f'{_key("idle_threads")(r)} / '
+                                                   f'{_key("threads")(r)}'),
+               'timer Hz': _key('timer_rate_hz'), 'received/s': _key('received_per_s'),
+               'dropped': _key('dropped')}
+    return _rows_table('Composed nodes (each with a subscription at 100 Hz and a 10 Hz timer)',
+                       rows, columns)
+
+
+def two_hosts(runs: list[dict]) -> list[str]:
+    """Markdown: the rows across two network namespaces, with the link they ran over."""
+    rows = [r for r in runs if r['scenario'].startswith('two_hosts') and r.get('metrics')]
+    if not rows:
+        return []
+    columns = {'received/s': _key('received_per_s'), 'dropped': _key('dropped'),
+               'p50 µs': _key('latency_p50_us'), 'p99 µs': _key('latency_p99_us'),
+               'max µs': _key('latency_max_us'),
+               'receive threads µs/msg': _key('receive_cpu_per_msg_us')}
+    links = sorted({(r['scenario'].startswith('two_hosts_netem'), r['metrics']['link'])
+                    for r in rows if r['metrics'].get('link')})
+    return (_rows_table('Two hosts (two network namespaces, Fast DDS over UDP only)', rows,
+                        columns)
+            + [f'- {"netem" if impaired else "plain"} link: {kind}' for impaired, kind in links]
+            + [''])
 
 
 def receive_side(runs: list[dict]) -> list[str]:
@@ -320,7 +495,7 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         plt.close(fig)
         written.append(out)
 
-    def bars(scenarios, metric, title, ylabel, name):
+    def bars(scenarios, metric, title, ylabel, name, log=False):
         scenarios = [s for s in scenarios if any((s, e) in by for e in executors)]
         if not scenarios:
             return
@@ -334,15 +509,83 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
         ax.set_xticklabels(scenarios, rotation=15)
         ax.set_title(title)
         ax.set_ylabel(ylabel)
+        if log:
+            ax.set_yscale('log')
         save(fig, ax, name)
 
     scen = list(dict.fromkeys(r['scenario'] for r in runs))
-    bars([s for s in scen if s.startswith('throughput') and not s.endswith('_xproc')],
+    large = ('throughput_1MB', 'throughput_4MB')
+    bars([s for s in scen if s.startswith('throughput') and not s.endswith('_xproc')
+          and not s.startswith(large)],
          'received_per_s', 'Throughput in one process (messages received per second)',
          'msg/s', 'throughput.png')
-    bars([s for s in scen if s.startswith('throughput') and s.endswith('_xproc')],
+    bars([s for s in scen if s.startswith('throughput') and s.endswith('_xproc')
+          and not s.startswith(large)],
          'received_per_s', 'Throughput across two processes (messages received per second)',
          'msg/s', 'throughput_xproc.png')
+    bars([s for s in scen if s.startswith(large)], 'received_per_s',
+         'Throughput of 1 MB and 4 MB messages (messages received per second)', 'msg/s',
+         'throughput_large.png')
+    sweep = [s for s in scen if s.startswith('latency_100Hz_')]
+    if sweep:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+        for ax, suffix, title in [(axes[0], '', 'one process'),
+                                  (axes[1], '_xproc', 'two processes')]:
+            for i, e in enumerate(executors):
+                for metric, style in (('latency_p99_us', '-'), ('latency_p50_us', ':')):
+                    points = [(size, by[(f'latency_100Hz_{label}{suffix}', e)]['metrics']
+                               .get(metric)) for label, size in SIZES.items()
+                              if (f'latency_100Hz_{label}{suffix}', e) in by]
+                    points = [(x, y) for x, y in points if y]
+                    if points:
+                        ax.plot([x for x, _ in points], [y for _, y in points], style,
+                                marker='o', color=f'C{i}',
+                                label=e if metric == 'latency_p99_us' else None)
+            ax.set_xscale('log')
+            ax.set_yscale('log')
+            ax.set_xlabel('message size (bytes)')
+            ax.set_title(f'{title}: p99 (solid), p50 (dotted)')
+        axes[0].set_ylabel('latency (µs)')
+        fig.suptitle('Latency against message size, 100 Hz reliable')
+        save(fig, axes[0] if axes[0].lines else axes[1], 'latency_vs_size.png')
+    bars([s for s in scen if s == 'robot_mix'], 'control_latency_p99_us',
+         'robot_mix: the 1 kHz control stream\'s p99 beside every other stream', 'µs',
+         'robot_mix_control_p99.png')
+    bars([s for s in scen if s == 'robot_mix'], 'cpu_process_pct',
+         'robot_mix: the subscriber process\'s CPU (% of one core)', '% CPU',
+         'robot_mix_cpu.png')
+    bars([s for s in scen if s.startswith('mixed_criticality')], 'control_latency_p99_us',
+         'Mixed criticality: the control stream\'s p99 beside 4 ms of CPU every 5 ms', 'µs',
+         'mixed_criticality_p99.png', log=True)
+    bars([s for s in scen if s.startswith('mixed_criticality')], 'control_latency_max_us',
+         'Mixed criticality: the control stream\'s worst case', 'µs',
+         'mixed_criticality_max.png', log=True)
+    nodes = sorted((s for s in scen if re.fullmatch(r'nodes_\d+', s)),
+                   key=lambda s: int(s.split('_')[1]))
+    if nodes:
+        fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+        for metric, ax, title in [('idle_cpu_pct', axes[0], 'idle process CPU (%)'),
+                                  ('cpu_process_pct', axes[1], 'process CPU under load (%)'),
+                                  ('threads', axes[2], 'threads under load')]:
+            for e in executors:
+                points = [(int(s.split('_')[1]), by[(s, e)]['metrics'].get(metric))
+                          for s in nodes if (s, e) in by]
+                points = [(n, v) for n, v in points if v is not None]
+                if points:
+                    ax.plot([n for n, _ in points], [max(v, 1e-3) for _, v in points],
+                            marker='o', label=e)
+            ax.set_xscale('log')
+            ax.set_yscale('log')
+            ax.set_xlabel('nodes')
+            ax.set_title(title)
+        fig.suptitle('Composed nodes: each with a subscription at 100 Hz and a 10 Hz timer')
+        save(fig, axes[0], 'nodes.png')
+    bars([s for s in scen if s.startswith('two_hosts') and 'throughput' in s],
+         'received_per_s', 'Two hosts (network namespaces, UDP): throughput (msg/s)',
+         'msg/s', 'two_hosts_throughput.png')
+    bars([s for s in scen if s.startswith('two_hosts') and 'throughput' not in s],
+         'latency_p99_us', 'Two hosts (network namespaces, UDP): latency p99', 'µs',
+         'two_hosts_latency.png', log=True)
     bars([s for s in scen if s.startswith('cpu')], 'cpu_executor_pct',
          'Executor CPU at 10 kHz (% of one core)', '% CPU', 'cpu.png')
     bars([s for s in scen if s.startswith('fanout') and not s.endswith('1kHz')],
@@ -377,7 +620,8 @@ def write_plots(runs: list[dict], directory: Path) -> list[Path]:
     quantiles = [('latency_p50_us', 0.5), ('latency_p99_us', 0.99),
                  ('latency_p999_us', 0.999), ('latency_max_us', 1.0)]
     for scenario in [s for s in scen
-                     if s.startswith('latency') or s in ('service_rtt', 'action_rtt')]:
+                     if (s.startswith('latency') and not s.startswith('latency_100Hz_'))
+                     or s in ('service_rtt', 'action_rtt')]:
         fig, ax = plt.subplots(figsize=(7, 4))
         for e in executors:
             m = (by.get((scenario, e)) or {}).get('metrics')

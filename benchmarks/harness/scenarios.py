@@ -29,6 +29,16 @@ class Scenario:
     # Run beside a CPU burner: one busy process per core, started before the node and
     # stopped after it (jitter under contention).
     contended: bool = False
+    # Extra flags for the rclrs_tokio rows (and its variants): the executor's best mode
+    # where a scenario asks for it (robot_mix's dedicated control Worker).
+    tokio_args: tuple[str, ...] = ()
+    # A Fast DDS XML profile (a file beside this one) for every process of the row, as
+    # FASTDDS_DEFAULT_PROFILES_FILE; None: the middleware's defaults.
+    fastdds_profile: str | None = None
+    # An 'xproc' scenario whose two processes sit in two network namespaces joined by a
+    # link the harness makes (two_hosts.py): 'veth' (a plain veth pair) or 'netem' (1 ms
+    # delay and 1 % loss each way). None: both processes on this host's network.
+    link: str | None = None
 
 
 _RELIABLE_1000 = ('--reliability', 'reliable', '--depth', '1000')
@@ -55,6 +65,30 @@ for _name, (_args, _metric, _higher, _extra) in _STREAMS.items():
                                 _extra)
     SCENARIOS[f'{_name}_xproc'] = Scenario('xproc', (*_args, '--callback', 'node'), _metric,
                                            _higher, _extra)
+# The size sweep: one reliable stream at 100 Hz for each size from an IMU sample to a
+# camera frame, and the saturating stream at the sizes of a point cloud and an image.
+# Depth 100 (not 1000): a backlog of 1,000 frames of 4 MB would be 4 GB per history.
+# Across processes Fast DDS gets shared-memory segments that hold a 4 MB frame
+# (fastdds_large_segments.xml: with the default 512 KB ones every executor's 4 MB p50
+# was 0.4 to 0.7 s, the middleware's fragment repairs).
+SIZES = {'256B': 256, '4KB': 4096, '64KB': 65536, '1MB': 1 << 20, '4MB': 4 << 20}
+LARGE_SEGMENTS = 'fastdds_large_segments.xml'
+_RELIABLE_100 = ('--reliability', 'reliable', '--depth', '100')
+for _label, _size in SIZES.items():
+    _args = ('--payload', str(_size), *_RELIABLE_100, '--rate-hz', '100', '--latency',
+             '--callback', 'node')
+    SCENARIOS[f'latency_100Hz_{_label}'] = Scenario('message', _args, 'latency_p99_us', False,
+                                                    'latency_p50_us')
+    SCENARIOS[f'latency_100Hz_{_label}_xproc'] = Scenario(
+        'xproc', _args, 'latency_p99_us', False, 'latency_p50_us',
+        fastdds_profile=LARGE_SEGMENTS)
+for _label in ('1MB', '4MB'):
+    _args = ('--payload', str(SIZES[_label]), *_RELIABLE_100, '--rate-hz', '0',
+             '--callback', 'node')
+    SCENARIOS[f'throughput_{_label}'] = Scenario('message', _args, 'received_per_s', True,
+                                                 'drop_pct')
+    SCENARIOS[f'throughput_{_label}_xproc'] = Scenario(
+        'xproc', _args, 'received_per_s', True, 'drop_pct', fastdds_profile=LARGE_SEGMENTS)
 # rclcpp has one kind of subscription callback: the `_worker` rows are Rust only.
 _RCLCPP = frozenset({'rclcpp_single', 'rclcpp_multi', 'rclcpp_events', 'rclcpp_events_cbg'})
 for _name, (_args, _metric, _higher, _extra) in _STREAMS.items():
@@ -166,6 +200,64 @@ for _name, _extra_args in [('cpu_10kHz', ()), ('latency_1kHz', ()), ('latency_1k
         _base.kind, (*_base.args, '--dedicated-workers', *_extra_args), _base.metric,
         _base.higher_is_better, _base.extra, not_for=frozenset(_ONLY_TOKIO),
         contended=_base.contended)
+
+# The workloads a robot runs (benchmarks/src/workload/robot_mix.rs, criticality.rs,
+# composed.rs: the shapes, which the C++ twin builds alike). None has a raw take loop
+# (_NO_RAW): each needs several Workers or nodes, services or timers.
+# robot_mix: a process of several nodes hearing sensor streams, a 1 kHz control stream,
+# a service and a parameter query from a second (Rust) process. rclrs_tokio runs the
+# control loop's Worker on a dedicated thread (its best mode; rclcpp gives it a callback
+# group of its own, the Rust basic executor a Worker). Fast DDS gets shared-memory
+# segments that hold a 1 MB frame (fastdds_large_segments.xml says why).
+SCENARIOS['robot_mix'] = Scenario(
+    'xproc', ('--workload', 'robot_mix'), 'control_latency_p99_us', False, 'cpu_process_pct',
+    not_for=_NO_RAW, tokio_args=('--dedicated-workers', 'control_loop'),
+    fastdds_profile=LARGE_SEGMENTS)
+# mixed_criticality: in one process, a Worker (rclcpp: a callback group) whose callbacks
+# burn 4 ms of CPU every 5 ms, beside a 1 kHz control stream on another. Executors that
+# run one callback at a time (rclcpp's single-threaded ones) have nothing to show here.
+_MIXED = ('--workload', 'mixed_criticality', '--rate-hz', '1000', '--burn-rate-hz', '200',
+          '--work-us', '4000', '--latency')
+_NOT_MIXED = _NO_RAW | {'rclcpp_single', 'rclcpp_events'}
+for _name, _extra_args, _not_for, _contended in [
+        ('mixed_criticality', (), _NOT_MIXED, False),
+        ('mixed_criticality_dedicated',
+         ('--dedicated-workers', 'control_loop', '--fifo-priority', '80'), _ONLY_TOKIO, False),
+        ('mixed_criticality_dedicated_normal_priority', ('--dedicated-workers', 'control_loop'),
+         _ONLY_TOKIO, False),
+        ('mixed_criticality_contended', (), _NOT_MIXED, True),
+        ('mixed_criticality_contended_dedicated',
+         ('--dedicated-workers', 'control_loop', '--fifo-priority', '80'), _ONLY_TOKIO, True)]:
+    SCENARIOS[_name] = Scenario('message', (*_MIXED, *_extra_args), 'control_latency_p99_us',
+                                False, 'control_latency_max_us', not_for=frozenset(_not_for),
+                                contended=_contended)
+# nodes_<N>: N composed nodes in one process, each with a subscription hearing 100 Hz and
+# a 10 Hz timer: idle CPU, CPU under that load, threads.
+for _n in (1, 10, 100):
+    SCENARIOS[f'nodes_{_n}'] = Scenario(
+        'message', ('--workload', 'nodes', '--nodes', str(_n), '--rate-hz', '100',
+                    '--timer-hz', '10'),
+        'idle_cpu_pct', False, 'cpu_process_pct', not_for=_NO_RAW)
+# two_hosts_*: publisher and subscriber in two network namespaces joined by a veth pair,
+# Fast DDS on UDP only (no shared memory), discovery over the link; `two_hosts_netem_*`
+# adds 1 ms of delay and 1 % loss each way (two_hosts.py). fastdds_two_hosts.xml makes
+# UDPv4 the only transport and has writers send heartbeats every 10 ms (it says why).
+_TWO_HOSTS = {
+    'throughput_0B': _STREAMS['throughput_0B'],
+    'latency_1kHz': _STREAMS['latency_1kHz'],
+    '1MB_30Hz': (('--payload', str(SIZES['1MB']), *_RELIABLE_100, '--rate-hz', '30',
+                  '--latency'), 'latency_p99_us', False, 'dropped'),
+}
+for _link, _prefix in (('veth', 'two_hosts'), ('netem', 'two_hosts_netem')):
+    for _name, (_args, _metric, _higher, _extra) in _TWO_HOSTS.items():
+        SCENARIOS[f'{_prefix}_{_name}'] = Scenario(
+            'xproc', (*_args, '--callback', 'node'), _metric, _higher, _extra, link=_link,
+            fastdds_profile='fastdds_two_hosts.xml')
+# The workloads robots run (the size sweep, robot_mix, mixed_criticality, nodes_<N>,
+# two_hosts_*), as one group: their own smoke test (test/test_robot_workloads.py).
+ROBOT_SCENARIOS = [name for name in SCENARIOS if name.startswith(
+    ('latency_100Hz_', 'throughput_1MB', 'throughput_4MB', 'robot_mix', 'mixed_criticality',
+     'nodes_', 'two_hosts'))]
 NEEDS_ROOT = {name for name, s in SCENARIOS.items() if '--fifo-priority' in s.args}
 TIMER_SCENARIOS = {name for name, s in SCENARIOS.items() if s.kind == 'timer'}
 
@@ -260,8 +352,21 @@ def node_for(scenario: str, executor: str) -> tuple[Path | None, str | None]:
     return path, None
 
 
-def arguments(scenario: str) -> list[str]:
-    return list(SCENARIOS[scenario].args)
+def arguments(scenario: str, executor: str | None = None) -> list[str]:
+    """The scenario's flags, with its rclrs_tokio flags for an rclrs_tokio row."""
+    s = SCENARIOS[scenario]
+    base = VARIANTS.get(executor, (executor, ()))[0]
+    return [*s.args, *(s.tokio_args if base == 'rclrs_tokio' else ())]
+
+
+def environment(scenario: str) -> dict[str, str] | None:
+    """The environment of the row's processes: this one, with the scenario's Fast DDS
+    profile if it has one (None: this environment unchanged)."""
+    profile = SCENARIOS[scenario].fastdds_profile
+    if profile is None:
+        return None
+    return {**os.environ,
+            'FASTDDS_DEFAULT_PROFILES_FILE': str(Path(__file__).with_name(profile))}
 
 
 def executor_arguments(executor: str) -> list[str]:

@@ -5,13 +5,32 @@
 use rclrs_tokio_executor::DedicatedWorkers;
 use std::time::Duration;
 
+/// Which Workers `--dedicated-workers` puts on threads of their own.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[value(rename_all = "snake_case")]
+pub enum DedicatedScope {
+    /// Every Worker, the nodes' own included.
+    #[default]
+    All,
+    /// Only the control loop's Worker (payload [`crate::workload::ControlLoop`]), in the
+    /// workloads that have one (robot_mix, mixed_criticality).
+    ControlLoop,
+}
+
 /// Dedicated-thread Workers (the Tokio executor's sync mode), as `bench_node` and
 /// `timer_node` both take them.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct DedicatedArgs {
-    /// Run every Worker on a dedicated thread (rclrs_tokio only; its sync mode).
-    #[arg(long = "dedicated-workers")]
-    pub dedicated_workers: bool,
+    /// Run Workers on dedicated threads (rclrs_tokio only; its sync mode): every Worker
+    /// (`--dedicated-workers` or `--dedicated-workers all`), or only the control loop's
+    /// (`--dedicated-workers control_loop`).
+    #[arg(
+        long = "dedicated-workers",
+        value_enum,
+        num_args = 0..=1,
+        default_missing_value = "all"
+    )]
+    pub dedicated_workers: Option<DedicatedScope>,
     /// With --dedicated-workers: pin the dedicated threads to these cores (e.g. 1 or 0,1).
     #[arg(long, value_delimiter = ',', requires = "dedicated_workers")]
     pub cpus: Vec<usize>,
@@ -29,14 +48,20 @@ impl DedicatedArgs {
     /// The executor option these flags ask for (`None` without `--dedicated-workers`), or
     /// the error for an executor that has no dedicated Workers (`is_tokio` false).
     pub fn options_for(&self, is_tokio: bool) -> Result<Option<DedicatedWorkers>, &'static str> {
-        if !self.dedicated_workers {
+        let Some(scope) = self.dedicated_workers else {
             return Ok(None);
-        }
+        };
         if !is_tokio {
             return Err("--dedicated-workers: only rclrs_tokio has dedicated Workers");
         }
+        let workers = match scope {
+            DedicatedScope::All => DedicatedWorkers::all(),
+            DedicatedScope::ControlLoop => {
+                DedicatedWorkers::for_payload::<crate::workload::ControlLoop>()
+            }
+        };
         Ok(Some(
-            DedicatedWorkers::all()
+            workers
                 .cpus(self.cpus.iter().copied())
                 .fifo_priority(self.fifo_priority),
         ))

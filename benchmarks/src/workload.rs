@@ -8,12 +8,16 @@
 //! | [`action`] | `--workload action` | idle CPU with an action server and client, then closed-loop goal round trips |
 //! | [`scaling`] | `--workload scaling` | N idle subscriptions: idle CPU, then the cost of one message |
 //! | [`parallel`] | `--workload parallel` | CPU-bound callbacks in 1 or 2 Workers |
+//! | [`robot_mix`] | `--workload robot_mix` | a robot's process: several nodes hearing sensor streams, a control loop, a service and a parameter query from a second process (`--role sub` + `--role pub`) |
+//! | [`criticality`] | `--workload mixed_criticality` | a Worker burning 4 ms of every 5 beside a 1 kHz control stream on another Worker |
+//! | [`composed`] | `--workload nodes` | `--nodes N` nodes in one process, each with a subscription and a timer: idle CPU, CPU under load, threads |
 //!
 //! Shared pieces: [`config`] (the flags), [`spinner`] (the executor under test, spinning
 //! on its own thread), [`publishing`] (the paced publisher loop and the window's edges),
 //! [`round_trips`] (the closed loop of the service and action workloads, and the idle
 //! window),
-//! [`stats`] (the counters callbacks and publisher share) and [`report`] (the one JSON
+//! [`stats`] (the counters callbacks and publisher share), [`streams`] (several named
+//! streams measured apart, for the workloads that mix them) and [`report`] (the one JSON
 //! line every run prints).
 //!
 //! Every run prints exactly one JSON line on stdout. The C++ twin
@@ -21,19 +25,32 @@
 //! so the harness treats both alike.
 
 pub mod action;
+pub mod composed;
 pub mod config;
+pub mod criticality;
 pub mod parallel;
 pub mod publishing;
 pub mod report;
+pub mod robot_mix;
 pub mod round_trips;
 pub mod scaling;
 pub mod service;
 pub mod spinner;
 pub mod stats;
 pub mod stream;
+pub mod streams;
 
 pub use config::{BenchArgs, CallbackLevel, Config, ExecutorName, Reliability, Role, Workload};
 pub use report::Report;
+
+/// The payload of the control loop's Worker (robot_mix, mixed_criticality):
+/// `--dedicated-workers control_loop` gives exactly the Workers with this payload a
+/// thread of their own (`DedicatedWorkers::for_payload::<ControlLoop>()`).
+#[derive(Debug, Default)]
+pub struct ControlLoop {
+    /// Control inputs handled.
+    pub cycles: u64,
+}
 
 /// Run the workload `config` names and print its report; a run that SIGINT or SIGTERM
 /// cut short is marked `"interrupted": true` (the caller then exits with
@@ -45,6 +62,9 @@ pub fn run(config: &Config) -> Result<(), Box<dyn std::error::Error>> {
         Workload::Action => action::run(config)?,
         Workload::Scaling => scaling::run(config)?,
         Workload::Parallel => parallel::run(config)?,
+        Workload::RobotMix => robot_mix::run(config)?,
+        Workload::MixedCriticality => criticality::run(config)?,
+        Workload::Nodes => composed::run(config)?,
     };
     if crate::interrupt::interrupted() {
         report = report.flag("interrupted", true);

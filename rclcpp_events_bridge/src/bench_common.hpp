@@ -353,13 +353,17 @@ public:
   Json & null(const std::string & key) {return raw(key, "null");}
 
   /// `latency_samples` and the p50/p99/p999/max quantiles in microseconds.
-  Json & latencies(const Latencies & samples)
+  Json & latencies(const Latencies & samples) {return latencies_as("latency", samples);}
+
+  /// `<prefix>_samples` and the `<prefix>_p50_us`, `_p99_us`, `_p999_us` and `_max_us`
+  /// quantiles: one stream's latencies among several (`control_latency_*`).
+  Json & latencies_as(const std::string & prefix, const Latencies & samples)
   {
-    raw("latency_samples", std::to_string(samples.size()));
-    raw("latency_p50_us", quantile(samples, 0.5));
-    raw("latency_p99_us", quantile(samples, 0.99));
-    raw("latency_p999_us", quantile(samples, 0.999));
-    return raw("latency_max_us", quantile(samples, 1.0));
+    raw(prefix + "_samples", std::to_string(samples.size()));
+    raw(prefix + "_p50_us", quantile(samples, 0.5));
+    raw(prefix + "_p99_us", quantile(samples, 0.99));
+    raw(prefix + "_p999_us", quantile(samples, 0.999));
+    return raw(prefix + "_max_us", quantile(samples, 1.0));
   }
 
   /// A value already formatted as JSON.

@@ -3,13 +3,17 @@
 // same JSON keys.
 //
 //   bench_node_cpp --executor rclcpp_single|rclcpp_multi|rclcpp_events|rclcpp_events_cbg
-//                  [--workload stream|service|action|scaling|parallel] (default stream)
-//                  [--role both|sub|pub]          (stream only, default both)
+//                  [--workload stream|service|action|scaling|parallel|robot_mix|
+//                              mixed_criticality|nodes] (default stream)
+//                  [--role both|sub|pub]          (stream, and robot_mix's sub; default both)
 //                  [--topic NAME]                 (default bench_<pid>; required by sub/pub)
 //                  [--subscriptions N]            (default 1)
 //                  [--workers M]                  (default 1)
-//                  [--work-us U]                  (parallel only, default 200)
+//                  [--work-us U]                  (parallel, mixed_criticality; default 200)
+//                  [--burn-rate-hz R]             (mixed_criticality only, default 200)
+//                  [--nodes N] [--timer-hz R]     (nodes only, default 1 and 10)
 //                  [--idle-exit-s S]              (sub role only, default 1.0)
+//                  [--publish-tail-s S]           (pub role only, default 0.5)
 //                  [--payload BYTES] [--reliability reliable|best_effort] [--depth N]
 //                  [--rate-hz R (0 = as fast as possible)] [--warmup-s S] [--seconds S]
 //                  [--latency] [--threads N] [--intra-process] [--ros-args ...]
@@ -27,7 +31,7 @@
 //             deliveries over all subscriptions, `dropped` = sent x N - received.
 //             --role both: publisher thread + executor in this process (the original run).
 //             --role pub: publisher only; waits for N matched subscriptions (20 s), then
-//             publishes for warm-up + window + 0.5 s; prints sent, sent_per_s and
+//             publishes for warm-up + window + --publish-tail-s; prints sent, sent_per_s and
 //             publish_failed (writes the middleware refused, not counted as sent).
 //             --role sub: subscriptions only; window = first message + warm-up, lasting
 //             --seconds; ends after --idle-exit-s without a message; prints sent,
@@ -42,6 +46,12 @@
 //             then one publisher on <topic>_0: per_message_us = executor CPU / message.
 //   parallel  Two subscriptions (<topic>_a, <topic>_b) burning --work-us of CPU each
 //             callback, in --workers M groups; one publisher thread at --rate-hz per topic.
+//   robot_mix A robot's process (--role sub only; the drivers are the Rust bench_node's
+//             --role pub): the graph of benchmarks/src/workload/robot_mix.rs.
+//   mixed_criticality  A group burning --work-us at --burn-rate-hz beside a --rate-hz
+//             control stream in a group of its own: benchmarks/src/workload/criticality.rs.
+//   nodes     --nodes N nodes in a ring, each with a subscription, a publisher and (after
+//             an idle window) a timer: benchmarks/src/workload/composed.rs.
 //
 // Metrics are taken over the window after the warm-up. `cpu_process_pct` is the whole
 // process; `cpu_executor_pct` is the process minus the publisher (or service driver)
@@ -75,14 +85,15 @@ namespace
 Workload parse_workload(const std::string & value)
 {
   for (Workload w : {Workload::Stream, Workload::Service, Workload::Action, Workload::Scaling,
-      Workload::Parallel})
+      Workload::Parallel, Workload::RobotMix, Workload::MixedCriticality, Workload::Nodes})
   {
     if (value == name(w)) {
       return w;
     }
   }
   throw std::invalid_argument(
-          "--workload " + value + ": use stream, service, action, scaling or parallel");
+          "--workload " + value + ": use stream, service, action, scaling, parallel, "
+          "robot_mix, mixed_criticality or nodes");
 }
 
 Role parse_role(const std::string & value)
@@ -120,10 +131,17 @@ Config Config::from(const bench::Args & args)
   c.executor = args.string("executor", "rclcpp_events");
   c.workload = parse_workload(args.string("workload", "stream"));
   c.role = parse_role(args.string("role", "both"));
-  if (c.role != Role::Both && c.workload != Workload::Stream) {
+  if (c.workload == Workload::RobotMix && c.role != Role::Sub) {
+    throw std::invalid_argument(
+            "--workload robot_mix: bench_node_cpp plays --role sub; the drivers (--role pub) "
+            "are the Rust bench_node's");
+  }
+  if (c.role != Role::Both && c.workload != Workload::Stream &&
+    c.workload != Workload::RobotMix)
+  {
     throw std::invalid_argument(
             std::string("--role ") + name(c.role) +
-            ": only the stream workload runs across processes");
+            ": only the stream and robot_mix workloads run across processes");
   }
   if (c.role != Role::Both && !args.has("topic")) {
     throw std::invalid_argument("--topic: the sub and pub roles need the same --topic");
@@ -151,8 +169,23 @@ Config Config::from(const bench::Args & args)
   c.workers = args.get<uint64_t>("workers", 1);
   c.work_us = args.get<uint64_t>("work-us", 200);
   c.idle_exit_s = args.get<double>("idle-exit-s", 1.0);
+  c.publish_tail_s = args.get<double>("publish-tail-s", 0.5);
+  c.burn_rate_hz = args.get<double>("burn-rate-hz", 200.0);
+  c.nodes = args.get<uint64_t>("nodes", 1);
+  c.timer_hz = args.get<double>("timer-hz", 10.0);
+  for (auto [flag, value] : {std::pair{"--burn-rate-hz", c.burn_rate_hz},
+      std::pair{"--timer-hz", c.timer_hz}})
+  {
+    if (!(value > 0.0) || !std::isfinite(value) || !std::isfinite(1.0 / value)) {
+      throw std::invalid_argument(std::string(flag) + ": must be a finite number > 0");
+    }
+  }
+  if (c.nodes == 0 || c.nodes > 10000) {
+    throw std::invalid_argument("--nodes: must be between 1 and 10000");
+  }
   for (auto [flag, value] : {std::pair{"--rate-hz", c.rate_hz},
-      std::pair{"--warmup-s", c.warmup_s}, std::pair{"--seconds", c.window_s}})
+      std::pair{"--warmup-s", c.warmup_s}, std::pair{"--seconds", c.window_s},
+      std::pair{"--publish-tail-s", c.publish_tail_s}})
   {
     if (!(value >= 0.0) || !std::isfinite(value)) {
       throw std::invalid_argument(std::string(flag) + ": must be a finite number >= 0");
@@ -205,6 +238,11 @@ int run(int argc, char ** argv)
       break;
     case workloads::Workload::Scaling: code = workloads::run_scaling(config); break;
     case workloads::Workload::Parallel: code = workloads::run_parallel(config); break;
+    case workloads::Workload::RobotMix: code = workloads::run_robot_mix(config); break;
+    case workloads::Workload::MixedCriticality:
+      code = workloads::run_mixed_criticality(config);
+      break;
+    case workloads::Workload::Nodes: code = workloads::run_nodes(config); break;
   }
   if (code == 0 && bench::interrupted()) {
     code = bench::interrupted_exit_code();

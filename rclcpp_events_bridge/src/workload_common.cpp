@@ -3,10 +3,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -18,6 +20,37 @@
 
 namespace workloads
 {
+namespace
+{
+
+/// How long a subscriber process waits for its first message.
+constexpr int64_t kFirstMessageTimeoutNs = 30LL * 1000000000LL;
+
+/// Notices when deliveries stop: the time since the counter last moved.
+class Activity
+{
+public:
+  Activity(const std::function<uint64_t()> & count, int64_t since_ns)
+  : count_(count), seen_(count()), changed_ns_(since_ns) {}
+
+  int64_t idle_ns()
+  {
+    const uint64_t count = count_();
+    const int64_t now = bench::monotonic_ns();
+    if (count != seen_) {
+      seen_ = count;
+      changed_ns_ = now;
+    }
+    return now - changed_ns_;
+  }
+
+private:
+  const std::function<uint64_t()> & count_;
+  uint64_t seen_;
+  int64_t changed_ns_;
+};
+
+}  // namespace
 
 const char * name(Workload workload)
 {
@@ -27,6 +60,9 @@ const char * name(Workload workload)
     case Workload::Action: return "action";
     case Workload::Scaling: return "scaling";
     case Workload::Parallel: return "parallel";
+    case Workload::RobotMix: return "robot_mix";
+    case Workload::MixedCriticality: return "mixed_criticality";
+    case Workload::Nodes: return "nodes";
   }
   return "?";
 }
@@ -155,6 +191,63 @@ Window idle_window(const Config & config)
   return idle;
 }
 
+SubscriberWindow watch_subscriber(
+  const Config & config, const std::function<uint64_t()> & count,
+  const std::function<int64_t()> & first_arrival_ns, const std::function<void(bool)> & in_window,
+  const std::function<void()> & at_edge)
+{
+  const int64_t started_ns = bench::monotonic_ns();
+  while (first_arrival_ns() == 0 && !bench::interrupted()) {
+    if (bench::monotonic_ns() - started_ns > kFirstMessageTimeoutNs) {
+      throw std::runtime_error("no message arrived on " + config.topic + " within 30 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
+  const int64_t first_ns = bench::interrupted() ? bench::monotonic_ns() : first_arrival_ns();
+  const int64_t idle_exit_ns = bench::seconds_to_ns(config.idle_exit_s).count();
+  // A few wake-ups per idle period, at most 20 per second: negligible CPU.
+  const int64_t poll_ns = std::clamp<int64_t>(idle_exit_ns / 4, 1000000, 50000000);
+  Activity activity(count, first_ns);
+  const auto sleep_until = [&](int64_t due_ns) {
+      for (;;) {
+        const int64_t now = bench::monotonic_ns();
+        if (now >= due_ns || bench::interrupted()) {
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(poll_ns, due_ns - now)));
+        if (activity.idle_ns() >= idle_exit_ns && !bench::interrupted()) {
+          throw std::runtime_error("the publisher stopped before the window ended");
+        }
+      }
+    };
+  // Only the process's CPU: no publisher thread to take out.
+  const auto edge = [&count] {
+      Edge e = Edge::now(0, count());
+      e.thread_cpu_ns = 0;
+      return e;
+    };
+
+  SubscriberWindow watched;
+  const int64_t opens_ns = first_ns + bench::seconds_to_ns(config.warmup_s).count();
+  sleep_until(opens_ns);
+  watched.window.first = edge();
+  at_edge();
+  watched.threads_first = bench::thread_ticks_now();
+  in_window(true);
+  sleep_until(watched.window.first.wall_ns + bench::seconds_to_ns(config.window_s).count());
+  in_window(false);
+  watched.window.last = edge();
+  at_edge();
+  watched.threads_last = bench::thread_ticks_now();
+
+  // Count the rest of the stream until it stops.
+  while (activity.idle_ns() < idle_exit_ns && !bench::interrupted()) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(poll_ns));
+  }
+  return watched;
+}
+
 void settle(const Stats & stats, uint64_t expected)
 {
   const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -217,6 +310,26 @@ uint64_t publish_one(rclcpp::Publisher<BenchMessage> & publisher, BenchMessage &
   msg.header.send_time_ns = bench::monotonic_ns();
   publisher.publish(msg);
   return 1;
+}
+
+void wait_for_subscriptions(
+  const std::vector<rclcpp::Publisher<BenchMessage>::SharedPtr> & publishers)
+{
+  for (const auto & publisher : publishers) {
+    bench::wait_for_match(
+      [&publisher] {return publisher->get_subscription_count();},
+      std::string("the subscription on ") + publisher->get_topic_name() + " never matched");
+  }
+}
+
+bench::Json published_report(const Config & config, const Published & published, Stats & stats)
+{
+  std::lock_guard<std::mutex> lock(stats.mutex);
+  bench::Json json = message_report(
+    config, published.window, Totals{published.total_sent, published.total_sent, stats.count()},
+    stats.latencies);
+  published.window.context_switches(json);
+  return json;
 }
 
 std::shared_ptr<rclcpp::Node> make_node(const Config & config)

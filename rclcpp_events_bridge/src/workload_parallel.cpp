@@ -19,18 +19,12 @@
 
 namespace workloads
 {
-namespace
-{
-
-/// Spin until this thread has used `work_ns` more CPU time.
 void burn(int64_t work_ns)
 {
   const int64_t until = bench::thread_cpu_ns() + work_ns;
   while (bench::thread_cpu_ns() < until) {
   }
 }
-
-}  // namespace
 
 int run_parallel(const Config & config)
 {
@@ -48,11 +42,7 @@ int run_parallel(const Config & config)
     });
   auto publisher_a = node->create_publisher<BenchMessage>(topics[0], config.qos());
   auto publisher_b = node->create_publisher<BenchMessage>(topics[1], config.qos());
-  for (const auto & publisher : {publisher_a, publisher_b}) {
-    bench::wait_for_match(
-      [&publisher] {return publisher->get_subscription_count();},
-      std::string("the subscription on ") + publisher->get_topic_name() + " never matched");
-  }
+  wait_for_subscriptions({publisher_a, publisher_b});
 
   executor->add_node(node);
   bench::SpinThread spinning(*executor);

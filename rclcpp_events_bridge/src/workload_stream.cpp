@@ -28,13 +28,6 @@ namespace workloads
 namespace
 {
 
-/// Publishing after the window, so a subscriber process's window ends while messages
-/// still flow.
-constexpr double kPublisherTailS = 0.5;
-
-/// How long a subscriber process waits for its first message.
-constexpr int64_t kFirstMessageTimeoutNs = 30LL * 1000000000LL;
-
 /// The N subscriptions of the run, all on --topic, counting into `stats`.
 std::vector<rclcpp::Subscription<BenchMessage>::SharedPtr> fanout(
   rclcpp::Node & node, const Config & config, Stats & stats)
@@ -106,7 +99,7 @@ int run_pub(const Config & config)
   Stats unused(false);
   BenchMessage msg;
   msg.payload.resize(config.payload, 0);
-  const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, kPublisherTailS};
+  const Schedule schedule{config.rate_hz, config.warmup_s, config.window_s, config.publish_tail_s};
   // A reliable writer whose history is full of samples a slow reader has not yet
   // acknowledged gives up after its blocking time and publish() throws: that message
   // was not sent. Count those and go on (as the Rust publisher); the subscriber's rate
@@ -151,32 +144,8 @@ int run_pub(const Config & config)
   return 0;
 }
 
-/// Notices when deliveries stop: the time since the counter last moved.
-class Activity
-{
-public:
-  Activity(const Stats & stats, int64_t since_ns)
-  : stats_(stats), seen_(stats.count()), changed_ns_(since_ns) {}
-
-  int64_t idle_ns()
-  {
-    const uint64_t count = stats_.count();
-    const int64_t now = bench::monotonic_ns();
-    if (count != seen_) {
-      seen_ = count;
-      changed_ns_ = now;
-    }
-    return now - changed_ns_;
-  }
-
-private:
-  const Stats & stats_;
-  uint64_t seen_;
-  int64_t changed_ns_;
-};
-
-/// The subscriptions only, on the executor under test. This (main) thread is the
-/// watcher: it sleeps until each edge of the window and takes it.
+/// The subscriptions only, on the executor under test. This (main) thread watches the
+/// window (watch_subscriber).
 int run_sub(const Config & config)
 {
   auto executor = bench::make_executor(config.executor, config.threads);
@@ -186,63 +155,19 @@ int run_sub(const Config & config)
   executor->add_node(node);
   bench::SpinThread spinning(*executor);
 
-  const int64_t started_ns = bench::monotonic_ns();
-  while (stats.first_arrival_ns.load() == 0 && !bench::interrupted()) {
-    if (bench::monotonic_ns() - started_ns > kFirstMessageTimeoutNs) {
-      throw std::runtime_error("no message arrived on " + config.topic + " within 30 s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-
-  const int64_t first_ns =
-    bench::interrupted() ? bench::monotonic_ns() : stats.first_arrival_ns.load();
-  const int64_t idle_exit_ns = bench::seconds_to_ns(config.idle_exit_s).count();
-  // A few wake-ups per idle period, at most 20 per second: negligible CPU.
-  const int64_t poll_ns = std::clamp<int64_t>(idle_exit_ns / 4, 1000000, 50000000);
-  Activity activity(stats, first_ns);
-  const auto sleep_until = [&](int64_t due_ns) {
-      for (;;) {
-        const int64_t now = bench::monotonic_ns();
-        if (now >= due_ns || bench::interrupted()) {
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(poll_ns, due_ns - now)));
-        if (activity.idle_ns() >= idle_exit_ns && !bench::interrupted()) {
-          throw std::runtime_error("the publisher stopped before the window ended");
-        }
-      }
-    };
-  // Only the process's CPU: no publisher thread to take out.
-  const auto edge = [&stats] {
-      Edge e = Edge::now(0, stats.count());
-      e.thread_cpu_ns = 0;
-      return e;
-    };
-
-  const int64_t opens_ns = first_ns + bench::seconds_to_ns(config.warmup_s).count();
-  sleep_until(opens_ns);
-  Window window;
-  window.first = edge();
-  const bench::ThreadTicks threads_first = bench::thread_ticks_now();
-  stats.in_window.store(true);
-  sleep_until(window.first.wall_ns + bench::seconds_to_ns(config.window_s).count());
-  stats.in_window.store(false);
-  window.last = edge();
-  const bench::ThreadTicks threads_last = bench::thread_ticks_now();
-
-  // Count the rest of the stream until it stops.
-  while (activity.idle_ns() < idle_exit_ns && !bench::interrupted()) {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(poll_ns));
-  }
+  const SubscriberWindow watched = watch_subscriber(
+    config, [&stats] {return stats.count();},
+    [&stats] {return stats.first_arrival_ns.load();},
+    [&stats](bool open) {stats.in_window.store(open);}, [] {});
   stop_spinning(spinning);
   executor->remove_node(node);
 
+  const Window & window = watched.window;
   std::lock_guard<std::mutex> lock(stats.mutex);
   bench::Json json =
     message_report(config, window, Totals{std::nullopt, 0, stats.count()}, stats.latencies);
   bench::receive_threads(
-    json, threads_first, threads_last, window.wall_s(),
-    window.last.received - window.first.received);
+    json, watched.threads_first, watched.threads_last, window.wall_s(), window.received());
   window.context_switches(json);
   print(fanout_keys(json, config));
   return 0;

@@ -37,7 +37,7 @@ using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC on Linux, as Rust's
 // The command line
 // ---------------------------------------------------------------------------------------
 
-enum class Workload {Stream, Service, Action, Scaling, Parallel};
+enum class Workload {Stream, Service, Action, Scaling, Parallel, RobotMix, MixedCriticality, Nodes};
 enum class Role {Both, Sub, Pub};
 
 const char * name(Workload workload);
@@ -61,8 +61,13 @@ struct Config
   bool intra_process = false; // stream, scaling, parallel: rclcpp's intra-process comms
   uint64_t subscriptions = 1;
   uint64_t workers = 1;
-  uint64_t work_us = 200;     // parallel: CPU time each callback burns
+  uint64_t work_us = 200;     // parallel, mixed_criticality: CPU time each callback burns
+  double burn_rate_hz = 200.0;  // mixed_criticality: the burning topic's rate
+  uint64_t nodes = 1;         // nodes: how many nodes the process composes
+  double timer_hz = 10.0;     // nodes: each node's timer
   double idle_exit_s = 1.0;   // sub role: end after this long without a message
+  double publish_tail_s = 0.5;  // pub role: publishing after the window, so a subscriber
+                                // process's window ends while messages still flow
 
   /// Parse and check; throws std::invalid_argument / std::runtime_error naming the flag.
   static Config from(const bench::Args & args);
@@ -290,8 +295,38 @@ Published publish_stream(const Config & config, Stats & stats, Step && step)
     [&] {return publish(schedule, stats, [&](uint64_t seq) {return step(msg, seq);});});
 }
 
+/// Wait until each of `publishers` matched a subscription (20 s each, as the Rust nodes).
+void wait_for_subscriptions(
+  const std::vector<rclcpp::Publisher<BenchMessage>::SharedPtr> & publishers);
+
+/// message_report for a run whose publisher thread's every message is one delivery
+/// (Totals{sent, sent, received}), with `context_switches_per_msg` over its window.
+bench::Json published_report(const Config & config, const Published & published, Stats & stats);
+
 /// The run's node, with rclcpp's intra-process communication as `config` asks.
 std::shared_ptr<rclcpp::Node> make_node(const Config & config);
+
+/// What a subscriber process saw: its window, and its threads' CPU at the window's edges.
+struct SubscriberWindow
+{
+  Window window;
+  bench::ThreadTicks threads_first;
+  bench::ThreadTicks threads_last;
+};
+
+/// A subscriber process's window, watched from the calling thread (the twin of the Rust
+/// `publishing::subscriber_window`): it opens --warmup-s after the first arrival
+/// (`first_arrival_ns`, 0 until then; within 30 s) and lasts --seconds; then the count
+/// (`count`) goes on until nothing arrived for --idle-exit-s. `in_window` opens and
+/// closes the callbacks' window, `at_edge` runs right after each edge is taken. Throws
+/// when the stream stops before the window ends.
+SubscriberWindow watch_subscriber(
+  const Config & config, const std::function<uint64_t()> & count,
+  const std::function<int64_t()> & first_arrival_ns, const std::function<void(bool)> & in_window,
+  const std::function<void()> & at_edge);
+
+/// Spin until this thread has used `work_ns` more CPU time.
+void burn(int64_t work_ns);
 
 /// Stop the executor's spin thread; a spin error is thrown.
 void stop_spinning(bench::SpinThread & spinning);
@@ -359,6 +394,9 @@ int run_service(const Config & config);   // workload_service.cpp
 int run_action(const Config & config);    // workload_action.cpp (where rclcpp_action is)
 int run_scaling(const Config & config);   // workload_scaling.cpp
 int run_parallel(const Config & config);  // workload_parallel.cpp
+int run_robot_mix(const Config & config);  // workload_robot_mix.cpp
+int run_mixed_criticality(const Config & config);  // workload_criticality.cpp
+int run_nodes(const Config & config);     // workload_composed.cpp
 
 }  // namespace workloads
 

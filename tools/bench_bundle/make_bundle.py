@@ -17,8 +17,9 @@ Run it in a shell with the overlay sourced (`make bench-bundle` does that). What
   prefixes' libraries;
 - `prefix/share/ament_index/resource_index/`: the prefixes' indexes merged, the first
   prefix on AMENT_PREFIX_PATH winning, as it does at run time;
-- `harness/`: bench.py, instructions.py, report.py and scenarios.py, with a `COMMIT`
-  file (the bundle needs no git);
+- `harness/`: bench.py, instructions.py, report.py, scenarios.py, two_hosts.py,
+  lossy_link.py and the Fast DDS profiles (fastdds_*.xml), with a `COMMIT` file (the
+  bundle needs no git);
 - `run`: sets AMENT_PREFIX_PATH and LD_LIBRARY_PATH to the bundle and starts the harness
   with its results in `./bench-results` (any bench.py flag can follow); `run
   instructions` starts instructions.py instead (where valgrind is installed).
@@ -54,7 +55,8 @@ NODES = {
     'rclrs_tokio_benchmarks': ['bench_node', 'timer_node'],
     'rclcpp_events_bridge': ['bench_node_cpp', 'timer_node_cpp'],
 }
-HARNESS = ['bench.py', 'instructions.py', 'report.py', 'scenarios.py']
+HARNESS = ['bench.py', 'instructions.py', 'report.py', 'scenarios.py', 'two_hosts.py',
+           'lossy_link.py', 'fastdds_large_segments.xml', 'fastdds_two_hosts.xml']
 # The C library and its loader: every Linux has its own, and a copy must never be used.
 SYSTEM = ('linux-vdso', 'ld-linux', 'libc.so', 'libm.so', 'libdl.so', 'libpthread.so',
           'librt.so', 'libresolv.so', 'libutil.so', 'libmvec.so')

@@ -104,6 +104,13 @@ fn main() {
 
 fn run(args: TimerArgs) -> Result<(), Box<dyn std::error::Error>> {
     let (seconds, warmup) = (args.seconds, args.warmup_s);
+    if args.dedicated.dedicated_workers == Some(cli::DedicatedScope::ControlLoop) {
+        return Err(
+            "--dedicated-workers control_loop: timer_node has no control loop \
+                    Worker; use --dedicated-workers"
+                .into(),
+        );
+    }
     let context = Context::default_from_env()?;
     let dedicated = args
         .dedicated

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 /// Which workload runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
 pub enum Workload {
     /// A message stream (throughput, latency, CPU, fanout).
     Stream,
@@ -18,6 +19,13 @@ pub enum Workload {
     Scaling,
     /// CPU-bound callbacks in 1 or 2 Workers.
     Parallel,
+    /// A robot's process: several nodes hearing sensor streams, a control loop, a
+    /// service and a parameter query from a second process ([`super::robot_mix`]).
+    RobotMix,
+    /// A CPU-bound Worker beside a 1 kHz control stream on another ([`super::criticality`]).
+    MixedCriticality,
+    /// `--nodes` composed nodes, each with a subscription and a timer ([`super::composed`]).
+    Nodes,
 }
 
 /// Which side of a stream this process plays.
@@ -40,6 +48,9 @@ impl Workload {
             Workload::Action => "action",
             Workload::Scaling => "scaling",
             Workload::Parallel => "parallel",
+            Workload::RobotMix => "robot_mix",
+            Workload::MixedCriticality => "mixed_criticality",
+            Workload::Nodes => "nodes",
         }
     }
 }
@@ -142,12 +153,26 @@ pub struct BenchArgs {
     /// Workers the subscriptions are spread over.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: u32,
-    /// CPU time each parallel callback burns, in microseconds.
+    /// CPU time each parallel (or mixed_criticality burn) callback burns, in microseconds.
     #[arg(long = "work-us", default_value_t = 200)]
     pub work_us: u64,
+    /// mixed_criticality: messages per second on the burning Worker's topic.
+    #[arg(long = "burn-rate-hz", default_value_t = 200.0, value_parser = crate::cli::positive)]
+    pub burn_rate_hz: f64,
+    /// nodes: how many nodes the process composes.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub nodes: u32,
+    /// nodes: each node's timer rate.
+    #[arg(long = "timer-hz", default_value_t = 10.0, value_parser = crate::cli::positive)]
+    pub timer_hz: f64,
     /// A subscriber process ends after this many seconds without a message.
     #[arg(long = "idle-exit-s", default_value_t = 1.0, value_parser = crate::cli::seconds)]
     pub idle_exit_s: f64,
+    /// A publisher process (stream `--role pub`) goes on publishing this long after its
+    /// window, so that the subscriber's window, which opens at its first arrival, ends
+    /// while messages still flow.
+    #[arg(long = "publish-tail-s", default_value_t = 1.0, value_parser = crate::cli::seconds)]
+    pub publish_tail_s: f64,
     /// Record where each message's time goes (rclrs_tokio only): the report gets a
     /// `stages` object, from warm-up to the end of the window.
     #[arg(long = "stage-tracing")]
@@ -225,10 +250,18 @@ pub struct Config {
     pub subscriptions: usize,
     /// `--workers`.
     pub workers: usize,
-    /// `--work-us`: CPU time each parallel callback burns.
+    /// `--work-us`: CPU time each parallel (or burn) callback burns.
     pub work: Duration,
+    /// `--burn-rate-hz`: mixed_criticality's burning topic.
+    pub burn_rate_hz: f64,
+    /// `--nodes`.
+    pub nodes: usize,
+    /// `--timer-hz`: each composed node's timer.
+    pub timer_period: Duration,
     /// `--idle-exit-s`: a subscriber process ends after this long without a message.
     pub idle_exit: Duration,
+    /// `--publish-tail-s`.
+    pub publish_tail: Duration,
     /// `--stage-tracing`.
     pub stage_tracing: bool,
     /// `--stats-period-ms`: how often the executor's stats are published, if at all.
@@ -249,17 +282,22 @@ impl Config {
     /// Check what depends on more than one flag, and keep the result.
     pub fn from_args(args: BenchArgs) -> Result<Self, String> {
         let (workload, role) = (args.workload, args.role);
-        if role != Role::Both && workload != Workload::Stream {
+        let two_processes = matches!(workload, Workload::Stream | Workload::RobotMix);
+        if role != Role::Both && !two_processes {
             return Err(format!(
-                "--role {}: only the stream workload runs across processes",
+                "--role {}: only the stream and robot_mix workloads run across processes",
                 role.name()
             ));
         }
+        if workload == Workload::RobotMix && role == Role::Both {
+            return Err(
+                "--workload robot_mix: its publishers sit in a second process; \
+                        use --role sub and --role pub"
+                    .into(),
+            );
+        }
         if matches!(args.executor, ExecutorName::RawRcl | ExecutorName::RawPush)
-            && matches!(
-                workload,
-                Workload::Service | Workload::Action | Workload::Parallel
-            )
+            && !matches!(workload, Workload::Stream | Workload::Scaling)
         {
             return Err(format!(
                 "--executor {}: the raw take loop has no {} workload",
@@ -325,7 +363,11 @@ impl Config {
             subscriptions: args.subscriptions as usize,
             workers: args.workers as usize,
             work: Duration::from_micros(args.work_us),
+            burn_rate_hz: args.burn_rate_hz,
+            nodes: args.nodes as usize,
+            timer_period: Duration::from_secs_f64(1.0 / args.timer_hz),
             idle_exit: Duration::from_secs_f64(args.idle_exit_s),
+            publish_tail: Duration::from_secs_f64(args.publish_tail_s),
             stage_tracing: args.stage_tracing,
             stats_period: (args.stats_period_ms > 0)
                 .then(|| Duration::from_millis(args.stats_period_ms)),

@@ -17,7 +17,7 @@ use std::sync::{atomic::Ordering, Arc};
 use std::time::Duration;
 
 /// Spin until the calling thread has used `work` more CPU time.
-fn burn(work: Duration) {
+pub fn burn(work: Duration) {
     let until = thread_cpu_ns() + work.as_nanos() as i64;
     while thread_cpu_ns() < until {
         std::hint::spin_loop();

@@ -9,8 +9,9 @@
 
 use super::stats::Stats;
 use super::Config;
-use crate::thread_cpu::context_switches_now;
+use crate::thread_cpu::{context_switches_now, ThreadCpu};
 use crate::{interrupt, monotonic_ns, process_cpu_ns, thread_cpu_ns};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -160,6 +161,35 @@ where
         .map_err(|_| "the publisher thread panicked")??)
 }
 
+/// One step of a publisher loop, called with the step's number.
+pub type Step<E> = Box<dyn FnMut(u64) -> Result<(), E> + Send>;
+
+/// One of several paced streams for [`publish_each_on_thread`]: its schedule, the
+/// counters its window reads, and its step.
+pub type Paced<E> = (Schedule, Arc<Stats>, Step<E>);
+
+/// [`publish`] for each of `streams` at once, each on a thread of its own (as several
+/// drivers publish, each at its own rate), each taking its own window's edges; returns
+/// what each did, in order, once all have run out.
+pub fn publish_each_on_thread<E>(
+    streams: Vec<Paced<E>>,
+) -> Result<Vec<Published>, Box<dyn std::error::Error>>
+where
+    E: std::error::Error + Send + 'static,
+{
+    let threads: Vec<_> = streams
+        .into_iter()
+        .map(|(schedule, stats, step)| {
+            std::thread::spawn(move || publish(schedule, &stats.in_window, &stats.received, step))
+        })
+        .collect();
+    let mut published = Vec::with_capacity(threads.len());
+    for thread in threads {
+        published.push(thread.join().map_err(|_| "a publisher thread panicked")??);
+    }
+    Ok(published)
+}
+
 /// Call `step(seq)` on schedule, taking the window's edges. `in_window` is true while
 /// the window is open; `received` reads the delivery counter.
 pub fn publish<E>(
@@ -216,6 +246,11 @@ pub fn publish<E>(
     })
 }
 
+/// How long a publisher process keeps its reliable writers after its last message, so
+/// that what a subscriber still asks for can be sent again (rclrs has no
+/// wait-for-all-acked): a sample lost on the way is repaired only while its writer exists.
+pub const ACK_GRACE: Duration = Duration::from_millis(500);
+
 /// How long [`settle`] waits, at most, for a backlog to drain.
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(10);
 
@@ -254,4 +289,84 @@ pub fn wait_for_match(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// What a subscriber process saw: its window, and each thread name's CPU seconds in it.
+pub struct SubscriberWindow {
+    /// The measured window (edges taken on the watching thread, whose CPU is the
+    /// process's: no publisher here).
+    pub window: Window,
+    /// CPU seconds per thread name over the window ([`ThreadCpu`]).
+    pub thread_seconds: BTreeMap<String, f64>,
+    /// Deliveries counted after the window closed.
+    pub after_window: u64,
+}
+
+/// A subscriber process's window, watched from the calling thread: it opens `warmup`
+/// after the first arrival (which must come within 30 s) and lasts `--seconds`; then the
+/// count goes on until nothing arrived for `--idle-exit-s`. `count` reads the deliveries
+/// so far, `in_window` opens and closes the callbacks' window, and `at_edge` is called
+/// right after each edge is taken (to snapshot more counters). A signal ends the window
+/// where it is. Nothing arriving in the window or after it means the publisher stopped
+/// early.
+pub fn subscriber_window(
+    config: &Config,
+    count: impl Fn() -> u64,
+    in_window: impl Fn(bool),
+    mut at_edge: impl FnMut(),
+) -> Result<SubscriberWindow, String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stopped = |first, last| SubscriberWindow {
+        window: Window { first, last },
+        thread_seconds: BTreeMap::new(),
+        after_window: 0,
+    };
+    while count() == 0 {
+        if interrupt::interrupted() {
+            let edge = Edge::now(0, 0);
+            return Ok(stopped(edge, edge));
+        }
+        if Instant::now() > deadline {
+            return Err("no message arrived within 30 s".to_string());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let opens = Instant::now() + config.warmup;
+    interrupt::sleep_until(opens);
+    in_window(true);
+    let first = Edge::now(0, count());
+    at_edge();
+    let threads_first = ThreadCpu::now();
+    interrupt::sleep_until(opens + config.window);
+    in_window(false);
+    let last = Edge::now(0, count());
+    at_edge();
+    let thread_seconds = ThreadCpu::now().seconds_since(&threads_first);
+    if interrupt::interrupted() {
+        return Ok(SubscriberWindow {
+            thread_seconds,
+            ..stopped(first, last)
+        });
+    }
+    // Count on until the publisher has gone quiet.
+    let mut seen = count();
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < config.idle_exit && !interrupt::interrupted() {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = count();
+        if now != seen {
+            seen = now;
+            quiet_since = Instant::now();
+        }
+    }
+    // Nothing arrived in the window, nor after it: the publisher had stopped. (A stream
+    // held back by repairs, over a lossy link, arrives after it.)
+    if last.received == first.received && seen == last.received {
+        return Err("the publisher stopped before the window ended".to_string());
+    }
+    Ok(SubscriberWindow {
+        thread_seconds,
+        after_window: seen - last.received,
+        ..stopped(first, last)
+    })
 }

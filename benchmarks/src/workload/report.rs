@@ -75,14 +75,26 @@ impl Report {
         self
     }
 
+    /// A nested object.
+    pub fn nested(mut self, key: &str, inner: Report) -> Self {
+        self.fields.insert(key.into(), Value::Object(inner.fields));
+        self
+    }
+
     /// `latency_samples` and the p50/p99/p999/max quantiles in microseconds.
     pub fn latencies(self, latencies: &Latencies) -> Self {
+        self.latencies_as("latency", latencies)
+    }
+
+    /// `<prefix>_samples` and the `<prefix>_p50_us`, `_p99_us`, `_p999_us` and `_max_us`
+    /// quantiles: one stream's latencies among several (`control_latency_*`).
+    pub fn latencies_as(self, prefix: &str, latencies: &Latencies) -> Self {
         let q = |p| latencies.quantile_us(p);
-        self.int("latency_samples", latencies.len() as i128)
-            .opt("latency_p50_us", q(0.5), 1)
-            .opt("latency_p99_us", q(0.99), 1)
-            .opt("latency_p999_us", q(0.999), 1)
-            .opt("latency_max_us", q(1.0), 1)
+        self.int(&format!("{prefix}_samples"), latencies.len() as i128)
+            .opt(&format!("{prefix}_p50_us"), q(0.5), 1)
+            .opt(&format!("{prefix}_p99_us"), q(0.99), 1)
+            .opt(&format!("{prefix}_p999_us"), q(0.999), 1)
+            .opt(&format!("{prefix}_max_us"), q(1.0), 1)
     }
 
     /// The middleware's receive threads over a window of `wall_s` seconds that saw

@@ -30,9 +30,15 @@ impl Stats {
 
     /// Count one delivery.
     pub fn on_message(&self, msg: &BenchMessage) {
+        self.on_arrival(msg.header.send_time_ns);
+    }
+
+    /// Count one arrival of something sent at `send_time_ns` (CLOCK_MONOTONIC): a
+    /// message, or the response to a call sent then.
+    pub fn on_arrival(&self, send_time_ns: i64) {
         self.received.fetch_add(1, Ordering::Relaxed);
         if self.latency && self.in_window.load(Ordering::Relaxed) {
-            let ns = monotonic_ns() - msg.header.send_time_ns;
+            let ns = monotonic_ns() - send_time_ns;
             self.latencies.lock().unwrap().push(ns);
         }
     }

@@ -13,7 +13,6 @@ use super::publishing::{self, Edge, Schedule, Window};
 use super::spinner::Setup;
 use super::stats::Stats;
 use super::{Config, Report, Role};
-use crate::thread_cpu::ThreadCpu;
 use crate::{interrupt, monotonic_ns};
 use rclrs::{CreateBasicExecutor, Executor, Node};
 use rclrs_tokio_executor::{CreateFanoutSubscription, FanoutCallback, FanoutSubscription};
@@ -21,7 +20,6 @@ use rclrs_tokio_executor::{CreateFanoutSubscription, FanoutCallback, FanoutSubsc
 // rclcpp takes and publishes its native types.
 use ros_env::rclrs_tokio_msgs::msg::rmw::{BenchHeader, BenchMessage};
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
     Arc,
@@ -235,7 +233,7 @@ fn publisher(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         publisher.get_subscription_count()
     })?;
     // The subscriber's window opens at its first arrival, a little after ours.
-    let schedule = Schedule::of(config, Duration::from_secs(1));
+    let schedule = Schedule::of(config, config.publish_tail);
     let (in_window, received) = (AtomicBool::new(false), AtomicU64::new(0));
     let mut msg = message(config);
     // A reliable writer whose history is full of samples a slow reader has not yet
@@ -258,6 +256,11 @@ fn publisher(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         )
         .into());
     }
+    if config.reliable {
+        // A sample lost on the way (two_hosts_netem_*) is sent again only while its
+        // writer exists.
+        interrupt::sleep_until(Instant::now() + publishing::ACK_GRACE);
+    }
     Ok(header(config)
         .int("sent", published.total_sent - refused)
         .int("publish_failed", refused)
@@ -272,58 +275,28 @@ fn publisher(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
 fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
     let (setup, _node, stats, subscriptions) = subscribed(config, "bench_sub")?;
     let spinner = setup.start()?;
-    let count = || stats.received.load(Ordering::Relaxed);
-    // CPU per thread name over the window: the middleware's receive threads apart.
-    let mut thread_seconds = BTreeMap::new();
-
-    let result = (|| {
-        // The window opens `warmup` after the first arrival.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while count() == 0 {
-            if interrupt::interrupted() {
-                let edge = Edge::now(0, 0);
-                return Ok(Window {
-                    first: edge,
-                    last: edge,
-                });
-            }
-            if Instant::now() > deadline {
-                return Err("no message arrived within 30 s".to_string());
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        let opens = Instant::now() + config.warmup;
-        interrupt::sleep_until(opens);
-        stats.in_window.store(true, Ordering::Relaxed);
-        let first = Edge::now(0, count());
-        let threads_first = ThreadCpu::now();
-        interrupt::sleep_until(opens + config.window);
-        stats.in_window.store(false, Ordering::Relaxed);
-        let last = Edge::now(0, count());
-        thread_seconds = ThreadCpu::now().seconds_since(&threads_first);
-        if interrupt::interrupted() {
-            return Ok(Window { first, last });
-        }
-        // Count on until the publisher has gone quiet.
-        let mut seen = count();
-        let mut quiet_since = Instant::now();
-        while quiet_since.elapsed() < config.idle_exit && !interrupt::interrupted() {
-            std::thread::sleep(Duration::from_millis(20));
-            let now = count();
-            if now != seen {
-                seen = now;
-                quiet_since = Instant::now();
-            }
-        }
-        // The publisher stopped before the window closed: the window is not a measure.
-        if last.received == first.received || window_starved(first, last, config) {
+    let result = publishing::subscriber_window(
+        config,
+        || stats.received.load(Ordering::Relaxed),
+        |open| stats.in_window.store(open, Ordering::Relaxed),
+        || {},
+    )
+    .and_then(|watched| {
+        // The publisher stopped before the window closed (little arrived in it, nothing
+        // after it): the window is not a measure.
+        let w = watched.window;
+        if !interrupt::interrupted()
+            && watched.after_window == 0
+            && window_starved(w.first, w.last, config)
+        {
             return Err("the publisher stopped before the window ended".to_string());
         }
-        Ok(Window { first, last })
-    })();
+        Ok(watched)
+    });
     let executor_stats = spinner.stats();
     let executor = spinner.stop()?;
-    let window = result?;
+    let watched = result?;
+    let window = watched.window;
     let report = header(config)
         .num("window_s", window.wall_s(), 3)
         .null("sent")
@@ -336,7 +309,7 @@ fn sub(config: &Config) -> Result<Report, Box<dyn std::error::Error>> {
         // No publisher here: the process is the executor and the middleware.
         .num("cpu_process_pct", window.process_cpu_pct(), 1)
         .num("cpu_executor_pct", window.process_cpu_pct(), 1)
-        .receive_threads(&thread_seconds, window.wall_s(), window.received())
+        .receive_threads(&watched.thread_seconds, window.wall_s(), window.received())
         .opt(
             "context_switches_per_msg",
             window.context_switches_per_msg(),
