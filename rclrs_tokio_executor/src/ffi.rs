@@ -26,14 +26,15 @@ pub(crate) fn execute(
     ready: ReadyKind,
     payload: &mut dyn Any,
 ) -> Result<(), RclrsError> {
-    // SAFETY: rclrs sends a primitive through a Worker's channel only if it was created
-    // for that Worker's payload type (node-level primitives go to the node Worker, whose
-    // payload is `()`). Every Waitable this executor holds stays with the Worker whose
-    // channel delivered it, and the caller passes that Worker's payload. Should the types
-    // differ anyway, rclrs 0.8 checks the downcast and returns `InvalidPayload`.
     let id = ros2_tracing::primitive_id(waitable.primitive());
-    ros2_tracing::callback(id, || unsafe {
-        waitable.primitive_mut().execute(ready, payload)
+    ros2_tracing::callback(id, || {
+        // SAFETY: rclrs sends a primitive through a Worker's channel only if it was
+        // created for that Worker's payload type (node-level primitives go to the node
+        // Worker, whose payload is `()`). Every Waitable this executor holds stays with
+        // the Worker whose channel delivered it, and the caller passes that Worker's
+        // payload. Should the types differ anyway, rclrs 0.8 checks the downcast and
+        // returns `InvalidPayload`.
+        unsafe { waitable.primitive_mut().execute(ready, payload) }
     })
 }
 
@@ -45,10 +46,12 @@ pub(crate) fn execute_primitive(
     ready: ReadyKind,
     payload: &mut dyn Any,
 ) -> Result<(), RclrsError> {
-    // SAFETY: as in `execute`: the fallback waiter of a Worker only holds primitives that
-    // arrived through that Worker's channel, and is lent that Worker's payload.
     let id = ros2_tracing::primitive_id(primitive);
-    ros2_tracing::callback(id, || unsafe { primitive.execute(ready, payload) })
+    ros2_tracing::callback(id, || {
+        // SAFETY: as in `execute`: the fallback waiter of a Worker only holds primitives
+        // that arrived through that Worker's channel, and is lent that Worker's payload.
+        unsafe { primitive.execute(ready, payload) }
+    })
 }
 
 /// Run a guard condition's primitive (its rclrs callback, if any) without a payload.
