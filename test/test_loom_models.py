@@ -1,8 +1,8 @@
 """The executor's lock-free protocols under loom, in every interleaving: an entity's
 coalescing of push notifications against a draining Worker
-(`rclrs_tokio_executor/src/runtime/entity/coalescing.rs`), a mailbox's scheduling of
-the Worker's turns (`src/runtime/mailbox/scheduled.rs`), a Worker thread's park and
-wake-up (`src/runtime/worker_thread/parker.rs`), and the fence between a timer
+(`rclrs_tokio_executor/src/runtime/worker/entity/coalescing.rs`), a mailbox's scheduling of
+the Worker's turns (`src/runtime/worker/mailbox/scheduled.rs`), a Worker thread's park and
+wake-up (`src/runtime/threads/worker_thread/parker.rs`), and the fence between a timer
 scheduler's sends and a spin's pass (`src/runtime/timer_scheduler/send_fence.rs`).
 
 The models need the crate built with its `loom-model` feature, which swaps the protocol's

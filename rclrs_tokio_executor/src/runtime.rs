@@ -1,5 +1,11 @@
 //! The executor runtime: how notifications from rcl become callbacks on Worker threads.
 //!
+//! The modules are grouped by role: [`worker`] (one Worker: its task, mailbox, entities,
+//! turns, async tasks), [`threads`] (where turns run: Worker threads, hand-over, load
+//! balancing, the Tokio runtime), [`spin`] (a spin, its gate and signals) and
+//! [`timer_scheduler`], with [`channels`] and [`shared`] at the top; the modules inside them
+//! are re-exported here under short paths, as the list below names them.
+//!
 //! # Parts
 //!
 //! - [`channels`]: what rclrs talks to. `create_worker` starts a Worker task; the
@@ -73,25 +79,20 @@
 //! the context and its DDS participant may be finalized there) and the timer
 //! scheduler's. None of them outlives the drop, so a process may exit right after it.
 
-pub(crate) mod async_tasks;
 pub(crate) mod channels;
-pub(crate) mod entity;
-pub(crate) mod fallback_waiter;
-pub(crate) mod hand_over;
-pub(crate) mod load_balance;
-pub(crate) mod mailbox;
-pub(crate) mod panics;
 pub(crate) mod shared;
-pub(crate) mod signals;
 pub(crate) mod spin;
-pub(crate) mod spin_gate;
-pub(crate) mod task_counters;
 pub(crate) mod threads;
 pub(crate) mod timer_scheduler;
-pub(crate) mod turn;
-pub(crate) mod worker_task;
-pub(crate) mod worker_thread;
-pub(crate) mod workers;
+pub(crate) mod worker;
+
+// The role folders' modules, by their short paths (`crate::runtime::mailbox`, ...).
+pub(crate) use spin::{signals, spin_gate};
+pub(crate) use threads::{hand_over, load_balance, worker_thread};
+pub(crate) use worker::{
+    async_tasks, entity, fallback_waiter, mailbox, panics, task_counters, turn, worker_task,
+    workers,
+};
 
 use crate::options::TokioExecutorOptions;
 use crate::stats::ExecutorStats;

@@ -1,6 +1,6 @@
 //! Workers that share a pool thread (more Workers than threads, or gathered by
 //! `follow_load`) take turns: a Worker with a backlog of slow callbacks yields the
-//! thread after each turn's time (`runtime/turn.rs`), instead of running its whole
+//! thread after each turn's time (`runtime/worker/turn.rs`), instead of running its whole
 //! backlog while the others wait.
 
 mod support;

@@ -43,7 +43,10 @@
 //! Worker making progress on it, so a busy or stalled Worker cannot hold a timed spin
 //! past its deadline.
 
-use crate::runtime::{shared::ExecutorShared, signals, spin_gate::Watching, workers::Backlog};
+pub(crate) mod signals;
+pub(crate) mod spin_gate;
+
+use crate::runtime::{shared::ExecutorShared, spin_gate::Watching, workers::Backlog};
 use rclrs::{Promise, RclReturnCode, RclrsError, SpinConditions};
 use std::future::Future;
 use std::pin::Pin;

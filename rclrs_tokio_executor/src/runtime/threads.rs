@@ -12,7 +12,7 @@
 //! directly by a push callback's send: a wake-up unparks exactly the thread that owns
 //! the Worker. Workers are spread over the threads (fewest Workers first), so
 //! different Workers still run in parallel; with `follow_load` they then move between
-//! the threads as their load says (see [`load_balance`](super::load_balance)).
+//! the threads as their load says (see [`load_balance`]).
 //!
 //! # Tokio
 //!
@@ -24,11 +24,13 @@
 //! callbacks reach it through `Handle::current()`. Users who want their own runtime instead
 //! (work stealing, say) pass its handle: Worker turns then run as Tokio tasks there.
 
-use super::hand_over;
-use super::load_balance::{self, Home};
-use super::worker_thread::{self, RunsTurns, ThreadKind, ThreadSetup, ThreadShared};
+pub(crate) mod hand_over;
+pub(crate) mod load_balance;
+pub(crate) mod worker_thread;
+
 use crate::options::DedicatedWorkers;
 use crate::stats::worker_counters::WorkerCounters;
+use load_balance::Home;
 use std::future::Future;
 use std::sync::{
     atomic::{AtomicBool, Ordering},
@@ -38,6 +40,7 @@ use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
+use worker_thread::{RunsTurns, ThreadKind, ThreadSetup, ThreadShared};
 
 /// How the blocking `spin()` blocks the thread that calls it.
 pub(crate) enum Blocking {

@@ -5,7 +5,7 @@
 //!
 //! Every counter is a relaxed atomic except the mailbox pair, `sent` and `finished`,
 //! and `deferred`, which `spin()` also reads to decide what was already waiting when it
-//! began (see `runtime/workers.rs`): those stay sequentially consistent.
+//! began (see `runtime/worker/workers.rs`): those stay sequentially consistent.
 //!
 //! `deferred` counts the entities a single pass left for the next one: out of the
 //! mailbox, but waiting all the same. When the next pass begins the Worker takes each

@@ -297,7 +297,7 @@ pub(crate) fn calls_from_a_burst_of_fanout_callbacks_are_all_answered(make: Make
 
 /// A steady stream handed from the fan-out's hub to Workers on the other pool thread:
 /// each hand-over from a parking thread puts a parked thread under SCHED_BATCH until it
-/// wakes (`runtime/hand_over.rs`). Every message still reaches both callbacks, and once
+/// wakes (`runtime/threads/hand_over.rs`). Every message still reaches both callbacks, and once
 /// the stream ends every pool thread is back under SCHED_OTHER. Tokio executor only.
 pub(crate) fn handing_over_leaves_every_pool_thread_under_its_policy(make: MakeExecutor) {
     const MESSAGES: i32 = 400;

@@ -31,7 +31,7 @@
 //! thread once per turn instead of once per message is what interrupt mitigation does
 //! for a network card. A turn with one message ends right after it, so a lone message is
 //! not delayed. On a pool thread the work then goes out when the thread parks or runs
-//! its next turn, whichever comes first (see [`hand_over`](super::hand_over)).
+//! its next turn, whichever comes first (see [`hand_over`](crate::runtime::hand_over)).
 //!
 //! # The spin's end
 //!
