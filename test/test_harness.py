@@ -282,6 +282,25 @@ def test_instructions_refuses_what_it_cannot_count(tmp_path):
         assert 'error:' in proc.stderr, (args, proc.stderr)
 
 
+def test_a_profile_that_fast_dds_refuses_fails_the_row(tmp_path):
+    # Fast DDS goes on with its defaults when it refuses a profile, so the row would
+    # measure the defaults under the scenario's name: it must fail instead. An element
+    # that no Fast DDS knows stands for one that a distro's Fast DDS names otherwise.
+    import bench
+    from scenarios import arguments, profile_environment
+    good = (HARNESS / 'fastdds_two_hosts.xml').read_text()
+    broken = tmp_path / 'refused_by_fast_dds.xml'
+    broken.write_text(good.replace('heartbeat_period>', 'no_such_element>'))
+    assert broken.read_text() != good
+    node = find_installed('rclrs_tokio_benchmarks', 'bench_node')
+    cmd = [str(node), '--executor', 'rclrs_tokio', *arguments('throughput_0B'),
+           '--seconds', '0.3', '--warmup-s', '0.1']
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          env=profile_environment(broken))
+    with pytest.raises(RuntimeError, match='Fast DDS refused the scenario.s XML profile'):
+        bench._result(proc, cmd)
+
+
 def test_the_cpu_burners_die_with_a_harness_that_is_killed():
     # A harness killed during a contended row (SIGKILL: no `finally` runs) must not leave
     # its burners keeping both cores busy.

@@ -37,6 +37,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import signal
 import statistics
@@ -133,6 +134,12 @@ def _result(proc, cmd) -> dict:
         raise NotAvailable(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip()
                            else 'not available in the installed library')
     lines = [line for line in proc.stdout.splitlines() if line.startswith('{')]
+    plain = re.sub(r'\x1b\[[0-9;]*m', '', proc.stderr)  # Fast DDS colours its log
+    refused = [line for line in plain.splitlines() if 'XMLPARSER Error' in line]
+    if refused:
+        # Fast DDS goes on with its defaults, so the row would measure something else.
+        raise RuntimeError(f'{" ".join(map(str, cmd))}: Fast DDS refused the scenario\'s '
+                           f'XML profile: {refused[0].strip()}')
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f'{" ".join(map(str, cmd))} failed ({proc.returncode}): '
                            f'{proc.stderr.strip()[-400:]}')

@@ -5,6 +5,7 @@ binary runs them). The node command line is shared by the Rust `bench_node` and 
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +34,8 @@ class Scenario:
     # where a scenario asks for it (robot_mix's dedicated control Worker).
     tokio_args: tuple[str, ...] = ()
     # A Fast DDS XML profile (a file beside this one) for every process of the row, as
-    # FASTDDS_DEFAULT_PROFILES_FILE; None: the middleware's defaults.
+    # FASTDDS_DEFAULT_PROFILES_FILE (Fast DDS 2: FASTRTPS_...); None: the middleware's
+    # defaults.
     fastdds_profile: str | None = None
     # An 'xproc' scenario whose two processes sit in two network namespaces joined by a
     # link the harness makes (two_hosts.py): 'veth' (a plain veth pair) or 'netem' (1 ms
@@ -73,6 +75,10 @@ for _name, (_args, _metric, _higher, _extra) in _STREAMS.items():
 # was 0.4 to 0.7 s, the middleware's fragment repairs).
 SIZES = {'256B': 256, '4KB': 4096, '64KB': 65536, '1MB': 1 << 20, '4MB': 4 << 20}
 LARGE_SEGMENTS = 'fastdds_large_segments.xml'
+# The distros whose Fast DDS is 2.x (fastrtps); every later one has Fast DDS 3, whose
+# XML profiles (the files beside this one) name some elements anew: new name -> old.
+FAST_DDS_2_DISTROS = frozenset({'humble', 'jazzy'})
+FAST_DDS_3_RENAMED = {'heartbeat_period': 'heartbeatPeriod'}
 _RELIABLE_100 = ('--reliability', 'reliable', '--depth', '100')
 for _label, _size in SIZES.items():
     _args = ('--payload', str(_size), *_RELIABLE_100, '--rate-hz', '100', '--latency',
@@ -365,8 +371,30 @@ def environment(scenario: str) -> dict[str, str] | None:
     profile = SCENARIOS[scenario].fastdds_profile
     if profile is None:
         return None
-    return {**os.environ,
-            'FASTDDS_DEFAULT_PROFILES_FILE': str(Path(__file__).with_name(profile))}
+    return profile_environment(Path(__file__).with_name(profile))
+
+
+def profile_environment(profile: Path) -> dict[str, str]:
+    """This process's environment with the Fast DDS XML profile `profile` (a Fast DDS 3
+    profile, as the files beside this one are) for the installed distro's Fast DDS."""
+    if os.environ.get('ROS_DISTRO', '') not in FAST_DDS_2_DISTROS:
+        return {**os.environ, 'FASTDDS_DEFAULT_PROFILES_FILE': str(profile)}
+    return {**os.environ, 'FASTRTPS_DEFAULT_PROFILES_FILE': str(fast_dds_2_profile(profile))}
+
+
+def fast_dds_2_profile(profile: Path) -> Path:
+    """`profile` as Fast DDS 2 (Humble, Jazzy) reads it: Fast DDS 2 takes it from
+    FASTRTPS_DEFAULT_PROFILES_FILE (not FASTDDS_...), and refuses the whole profile at an
+    element that Fast DDS 3 renamed (FAST_DDS_3_RENAMED). The copy is written to the
+    temporary directory, atomically, so concurrent runs may share it."""
+    text = profile.read_text()
+    for new, old in FAST_DDS_3_RENAMED.items():
+        text = text.replace(f'<{new}>', f'<{old}>').replace(f'</{new}>', f'</{old}>')
+    out = Path(tempfile.gettempdir()) / f'rclrs_tokio_fastdds2_{os.getuid()}_{profile.name}'
+    staged = out.with_suffix(f'.{os.getpid()}')
+    staged.write_text(text)
+    staged.replace(out)
+    return out
 
 
 def executor_arguments(executor: str) -> list[str]:

@@ -425,69 +425,71 @@ fn answered_once(
     Ok(())
 }
 
-/// The service's caller: each step sends one `BenchEcho` request and counts its answer
-/// (with the round trip) when it comes.
-fn service_caller(node: &Node, config: &Config) -> Result<Caller, Box<dyn std::error::Error>> {
-    let client = node.create_client::<BenchEcho>(name_of(config, "plan").as_str())?;
-    let mut request = BenchEcho_Request {
-        header: IdiomaticHeader::default(),
-        payload: vec![0; SERVICE_PAYLOAD],
-    };
-    answered_once("the plan service", |done| {
+/// A caller of `client`: it waits until one call is answered ([`answered_once`]), then
+/// each step stamps `request` for its sequence number (`stamp` returns the send time, ns)
+/// and counts an answer that `valid` accepts, with its round trip.
+fn caller<S>(
+    what: &str,
+    client: rclrs::Client<S>,
+    mut request: S::Request,
+    mut stamp: impl FnMut(&mut S::Request, u64) -> i64 + Send + 'static,
+    valid: fn(&S::Response) -> bool,
+) -> Result<Caller, Box<dyn std::error::Error>>
+where
+    S: rclrs::rosidl_runtime_rs::Service,
+    S::Request: Send,
+{
+    answered_once(what, |done| {
         client
-            .call_then(&request, move |_: BenchEcho_Response| {
-                done.store(true, Ordering::Relaxed)
-            })
+            .call_then(&request, move |_: S::Response| done.store(true, Ordering::Relaxed))
             .map(drop)
     })?;
     let stats = Stats::new(true);
     let answered = Arc::clone(&stats);
     let calling = Arc::clone(&client);
     let step = move |seq| {
-        request.header.seq = seq;
-        request.header.send_time_ns = monotonic_ns();
+        let sent_ns = stamp(&mut request, seq);
         let answered = Arc::clone(&answered);
         calling
-            .call_then(&request, move |response: BenchEcho_Response| {
-                answered.on_arrival(response.header.send_time_ns)
-            })
-            .map(drop)
-    };
-    Ok((stats, Box::new(step), Box::new(client)))
-}
-
-/// The parameter query: each step asks the planner for [`PARAMETER`] and counts an
-/// answer that holds it (a double), with the round trip.
-fn parameter_caller(node: &Node, config: &Config) -> Result<Caller, Box<dyn std::error::Error>> {
-    let service = format!("/{}/get_parameters", name_of(config, PLANNER));
-    let client = node.create_client::<GetParameters>(service.as_str())?;
-    let request = GetParameters_Request {
-        names: vec![PARAMETER.to_string()],
-    };
-    answered_once(&service, |done| {
-        client
-            .call_then(&request, move |_: GetParameters_Response| {
-                done.store(true, Ordering::Relaxed)
-            })
-            .map(drop)
-    })?;
-    let stats = Stats::new(true);
-    let answered = Arc::clone(&stats);
-    let calling = Arc::clone(&client);
-    let step = move |_seq| {
-        let sent_ns = monotonic_ns();
-        let answered = Arc::clone(&answered);
-        calling
-            .call_then(&request, move |response: GetParameters_Response| {
-                let holds_it = matches!(response.values.as_slice(),
-                    [value] if value.type_ == ParameterType::PARAMETER_DOUBLE);
-                if holds_it {
+            .call_then(&request, move |response: S::Response| {
+                if valid(&response) {
                     answered.on_arrival(sent_ns);
                 }
             })
             .map(drop)
     };
     Ok((stats, Box::new(step), Box::new(client)))
+}
+
+/// The service's caller: each step sends one `BenchEcho` request stamped with its
+/// sequence number and send time.
+fn service_caller(node: &Node, config: &Config) -> Result<Caller, Box<dyn std::error::Error>> {
+    let client = node.create_client::<BenchEcho>(name_of(config, "plan").as_str())?;
+    let request = BenchEcho_Request {
+        header: IdiomaticHeader::default(),
+        payload: vec![0; SERVICE_PAYLOAD],
+    };
+    let stamp = |request: &mut BenchEcho_Request, seq| {
+        request.header.seq = seq;
+        request.header.send_time_ns = monotonic_ns();
+        request.header.send_time_ns
+    };
+    caller("the plan service", client, request, stamp, |_: &BenchEcho_Response| true)
+}
+
+/// The parameter query: each step asks the planner for [`PARAMETER`]; an answer counts
+/// when it holds it (a double).
+fn parameter_caller(node: &Node, config: &Config) -> Result<Caller, Box<dyn std::error::Error>> {
+    let service = format!("/{}/get_parameters", name_of(config, PLANNER));
+    let client = node.create_client::<GetParameters>(service.as_str())?;
+    let request = GetParameters_Request {
+        names: vec![PARAMETER.to_string()],
+    };
+    let holds_it = |response: &GetParameters_Response| {
+        matches!(response.values.as_slice(),
+            [value] if value.type_ == ParameterType::PARAMETER_DOUBLE)
+    };
+    caller(&service, client, request, |_, _| monotonic_ns(), holds_it)
 }
 
 #[cfg(test)]
