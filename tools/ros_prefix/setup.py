@@ -188,8 +188,11 @@ def detect_mode() -> tuple[str, str, list[Path]]:
     asked = embedded_distro()
     distro = os.environ.get("ROS_DISTRO", "")
     # The overlay's own prefixes (a shell that sourced .ros/<flavour>/env.sh) are not a
-    # sourced install.
-    own = [STATE_ROOT.resolve(), layout("embedded", asked or DEFAULT_EMBEDDED_DISTRO).state]
+    # sourced install; anything else is, wherever it lies (CI's Jazzy leg lays its
+    # install out in .ros/ci/).
+    own = [layout("embedded", asked or DEFAULT_EMBEDDED_DISTRO).state,
+           *(STATE_ROOT.resolve() / d for d in EMBEDDED_DISTROS),
+           *(STATE_ROOT.resolve() / f"sourced-{d}" for d in SUPPORTED_DISTROS)]
     entries = [Path(p) for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
     prefixes = [p for p in entries if not any(p.resolve().is_relative_to(o) for o in own)]
     if not prefixes and (entries or not distro):

@@ -72,6 +72,19 @@ def test_sourced_install_without_rcl(tmp_path):
     assert_one_clear_line(proc, 'no librcl.so')
 
 
+def test_a_sourced_install_inside_the_state_folder_is_still_a_sourced_install(tmp_path):
+    # Only the flavours' own prefixes (.ros/<flavour>/) are the overlay's; an install laid
+    # out elsewhere under .ros/ (CI's Jazzy leg uses .ros/ci/) is the user's, so setup
+    # checks it as a sourced install and does not quietly build the embedded prefix.
+    install = ROOT / '.ros' / 'ci' / f'not-a-ros-install-{os.getpid()}'
+    install.mkdir(parents=True)
+    try:
+        proc = run_setup(tmp_path, ROS_DISTRO='jazzy', AMENT_PREFIX_PATH=str(install))
+    finally:
+        install.rmdir()
+    assert_one_clear_line(proc, 'no librcl.so')
+
+
 def test_unreachable_registry_then_half_written_cache(tmp_path):
     unreachable = {'PIP_INDEX_URL': 'http://127.0.0.1:9/simple', 'PIP_RETRIES': '0',
                    'PIP_TIMEOUT': '2', 'PIP_NO_CACHE_DIR': '1', 'PIP_FIND_LINKS': ''}
