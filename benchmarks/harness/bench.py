@@ -134,7 +134,8 @@ def _result(proc, cmd) -> dict:
         raise NotAvailable(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip()
                            else 'not available in the installed library')
     lines = [line for line in proc.stdout.splitlines() if line.startswith('{')]
-    plain = re.sub(r'\x1b\[[0-9;]*m', '', proc.stderr)  # Fast DDS colours its log
+    # Fast DDS colours its log, on stderr (Fast DDS 3) or stdout (Fast DDS 2).
+    plain = re.sub(r'\x1b\[[0-9;]*m', '', f'{proc.stdout}\n{proc.stderr}')
     refused = [line for line in plain.splitlines() if 'XMLPARSER Error' in line]
     if refused:
         # Fast DDS goes on with its defaults, so the row would measure something else.
