@@ -441,7 +441,9 @@ where
 {
     answered_once(what, |done| {
         client
-            .call_then(&request, move |_: S::Response| done.store(true, Ordering::Relaxed))
+            .call_then(&request, move |_: S::Response| {
+                done.store(true, Ordering::Relaxed)
+            })
             .map(drop)
     })?;
     let stats = Stats::new(true);
@@ -474,7 +476,13 @@ fn service_caller(node: &Node, config: &Config) -> Result<Caller, Box<dyn std::e
         request.header.send_time_ns = monotonic_ns();
         request.header.send_time_ns
     };
-    caller("the plan service", client, request, stamp, |_: &BenchEcho_Response| true)
+    caller(
+        "the plan service",
+        client,
+        request,
+        stamp,
+        |_: &BenchEcho_Response| true,
+    )
 }
 
 /// The parameter query: each step asks the planner for [`PARAMETER`]; an answer counts
