@@ -116,8 +116,13 @@ class Layout:
         return self.state / "quirks" / "lib"
 
 
+def flavour_of(mode: str, distro: str) -> str:
+    """The flavour's name, which names its state folder `.ros/<flavour>/`."""
+    return distro if mode == "embedded" else f"sourced-{distro}"
+
+
 def layout(mode: str, distro: str) -> Layout:
-    flavour = distro if mode == "embedded" else f"sourced-{distro}"
+    flavour = flavour_of(mode, distro)
     # RCLRS_TOKIO_STATE_DIR moves the state (the tests of this script use a scratch one).
     state = Path(os.environ.get("RCLRS_TOKIO_STATE_DIR") or STATE_ROOT / flavour).resolve()
     suffix = "" if flavour == DEFAULT_EMBEDDED_DISTRO else f"-{flavour}"
@@ -190,9 +195,10 @@ def detect_mode() -> tuple[str, str, list[Path]]:
     # The overlay's own prefixes (a shell that sourced .ros/<flavour>/env.sh) are not a
     # sourced install; anything else is, wherever it lies (CI's Jazzy leg lays its
     # install out in .ros/ci/).
+    flavours = [flavour_of("embedded", d) for d in EMBEDDED_DISTROS]
+    flavours += [flavour_of("sourced", d) for d in SUPPORTED_DISTROS]
     own = [layout("embedded", asked or DEFAULT_EMBEDDED_DISTRO).state,
-           *(STATE_ROOT.resolve() / d for d in EMBEDDED_DISTROS),
-           *(STATE_ROOT.resolve() / f"sourced-{d}" for d in SUPPORTED_DISTROS)]
+           *(STATE_ROOT.resolve() / f for f in flavours)]
     entries = [Path(p) for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
     prefixes = [p for p in entries if not any(p.resolve().is_relative_to(o) for o in own)]
     if not prefixes and (entries or not distro):
